@@ -1,0 +1,1 @@
+"""Reusable constructs of the fine-tuning launch platform (one capability each)."""

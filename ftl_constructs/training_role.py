@@ -1,0 +1,195 @@
+"""The SageMaker training execution role, scoped to the platform's buckets and key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from ftl_constructs.nag import acknowledge, acknowledge_resource
+
+SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
+TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+
+
+class TrainingRole(Construct):
+    """The role training jobs run as.
+
+    It reads the data bucket, reads and writes checkpoints and artifacts, uses the platform key,
+    writes its own logs and metrics and, in VPC mode, manages its network interfaces. Image pull
+    rights are added per template with :meth:`allow_image_pull`, so the role can pull only the
+    repositories the shipped templates use.
+
+    Attributes:
+        role: the IAM role.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        data_bucket: s3.IBucket,
+        checkpoint_bucket: s3.IBucket,
+        artifact_bucket: s3.IBucket,
+        encryption_key: kms.IKey,
+        vpc: ec2.IVpc | None = None,
+        subnets: Iterable[ec2.ISubnet] = (),
+        security_group: ec2.ISecurityGroup | None = None,
+        extra_input_buckets: Iterable[str] = (),
+    ) -> None:
+        super().__init__(scope, id)
+        stack = Stack.of(self)
+        self._pulls: set[str] = set()
+        self.role = iam.Role(
+            self,
+            "Role",
+            description="SageMaker training jobs started by the fine-tuning platform",
+            assumed_by=iam.ServicePrincipal(
+                SAGEMAKER_SERVICE,
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {
+                        "aws:SourceArn": stack.format_arn(
+                            service="sagemaker", resource="training-job", resource_name="*"
+                        )
+                    },
+                },
+            ),
+        )
+        self.policy = iam.Policy(self, "Policy", roles=[self.role])
+        log_group_arn = stack.format_arn(service="logs", resource="log-group",
+                                         resource_name=f"{TRAINING_LOG_GROUP}:*",
+                                         arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        add = self.policy.add_statements
+
+        input_buckets = [data_bucket.bucket_arn] + [
+            f"arn:{stack.partition}:s3:::{name}" for name in extra_input_buckets
+        ]
+        add(
+            iam.PolicyStatement(
+                sid="ReadTrainingData",
+                actions=["s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation"],
+                resources=input_buckets + [f"{arn}/*" for arn in input_buckets],
+            ),
+            # SageMaker syncs /opt/ml/checkpoints both ways; deleting a local file deletes it in S3.
+            iam.PolicyStatement(
+                sid="ReadWriteCheckpoints",
+                actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket",
+                         "s3:GetBucketLocation", "s3:AbortMultipartUpload",
+                         "s3:ListMultipartUploadParts"],
+                resources=[checkpoint_bucket.bucket_arn, checkpoint_bucket.arn_for_objects("*")],
+            ),
+            iam.PolicyStatement(
+                sid="WriteModelArtifacts",
+                actions=["s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:GetBucketLocation",
+                         "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+                resources=[artifact_bucket.bucket_arn, artifact_bucket.arn_for_objects("*")],
+            ),
+            iam.PolicyStatement(
+                sid="UsePlatformKey",
+                actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey",
+                         "kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncryptFrom",
+                         "kms:ReEncryptTo", "kms:DescribeKey"],
+                resources=[encryption_key.key_arn],
+            ),
+            # Encrypted training volumes need a grant that SageMaker creates on the job's behalf.
+            iam.PolicyStatement(
+                sid="GrantPlatformKeyToVolumes",
+                actions=["kms:CreateGrant"],
+                resources=[encryption_key.key_arn],
+                conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            ),
+            iam.PolicyStatement(
+                sid="WriteTrainingLogs",
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
+                         "logs:DescribeLogStreams"],
+                resources=[log_group_arn],
+            ),
+            iam.PolicyStatement(
+                sid="PutTrainingMetrics",
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringLike": {"cloudwatch:namespace": "/aws/sagemaker/*"}},
+            ),
+            iam.PolicyStatement(
+                sid="EcrAuthToken",
+                actions=["ecr:GetAuthorizationToken"],
+                resources=["*"],
+            ),
+        )
+        if vpc is not None and security_group is not None:
+            self._allow_vpc(stack, vpc, list(subnets), security_group)
+        self._acknowledge(data_bucket, checkpoint_bucket, artifact_bucket, log_group_arn)
+
+    def allow_image_pull(self, image_uri: str) -> None:
+        """Let jobs pull ``image_uri`` (``<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>``)."""
+        registry, _, rest = image_uri.partition("/")
+        account, _, tail = registry.partition(".dkr.ecr.")
+        region = tail.split(".amazonaws.com")[0]
+        repository = rest.split(":")[0].split("@")[0]
+        arn = f"arn:{Stack.of(self).partition}:ecr:{region}:{account}:repository/{repository}"
+        if arn in self._pulls:
+            return
+        self._pulls.add(arn)
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
+                         "ecr:BatchCheckLayerAvailability"],
+                resources=[arn],
+            )
+        )
+
+    def _allow_vpc(self, stack: Stack, vpc: ec2.IVpc, subnets: list[ec2.ISubnet],
+                   security_group: ec2.ISecurityGroup) -> None:
+        eni_arn = stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
+        vpc_arn = stack.format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
+        self.policy.add_statements(
+            iam.PolicyStatement(
+                sid="CreateTrainingEnis",
+                actions=["ec2:CreateNetworkInterface"],
+                resources=[eni_arn,
+                           stack.format_arn(service="ec2", resource="security-group",
+                                            resource_name=security_group.security_group_id)]
+                + [stack.format_arn(service="ec2", resource="subnet",
+                                    resource_name=s.subnet_id) for s in subnets],
+            ),
+            iam.PolicyStatement(
+                sid="ManageTrainingEnis",
+                actions=["ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+                         "ec2:DeleteNetworkInterfacePermission"],
+                resources=[eni_arn],
+                conditions={"ArnEquals": {"ec2:Vpc": vpc_arn}},
+            ),
+            iam.PolicyStatement(
+                sid="DescribeNetwork",
+                actions=["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
+                         "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets",
+                         "ec2:DescribeSecurityGroups"],
+                resources=["*"],
+            ),
+        )
+        acknowledge_resource(self.policy, eni_arn,
+                    "SageMaker creates the training ENIs, so their ids are unknown in advance; "
+                    "creation is limited to the platform subnets and security group and changes "
+                    "to ENIs in the platform VPC.")
+
+    def _acknowledge(self, data: s3.IBucket, ckpt: s3.IBucket, art: s3.IBucket,
+                     log_group_arn: str) -> None:
+        for bucket, why in (
+            (data, "Jobs read any object of the training-data bucket, which holds nothing else."),
+            (ckpt, "Each job writes under its own prefix, named per job at run time."),
+            (art, "Each job writes its model under its own prefix, named per job at run time."),
+        ):
+            acknowledge_resource(self.policy, bucket.arn_for_objects("*"), why)
+        acknowledge(self.policy, "AwsSolutions-IAM5[Resource::*]",
+                    "ecr:GetAuthorizationToken, cloudwatch:PutMetricData and EC2 Describe* do not "
+                    "support resource-level permissions; PutMetricData is limited to the "
+                    "/aws/sagemaker/* namespaces by condition.")
+        acknowledge_resource(self.policy, log_group_arn,
+                             "SageMaker names one log stream per job and host in this log group.")

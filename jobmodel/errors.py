@@ -1,0 +1,62 @@
+"""Errors raised by the job model.
+
+``JobModelError`` and its subclasses are *caller* errors: the launcher turns
+them into the contract's error object (``to_dict()``) and an HTTP status.
+``TemplateError`` is a *platform* error found at synth time (or when the
+deployed catalog is loaded): a template that breaks a rule never deploys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["JobModelError", "NotFound", "TemplateError", "ValidationError"]
+
+
+class JobModelError(Exception):
+    """Base of the errors a caller can cause; maps to the contract's error object."""
+
+    type: str = "JobModelError"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's error object: ``{"error": {"type", "message", "field"?}}``."""
+        body: dict[str, Any] = {"type": self.type, "message": self.message}
+        if self.field is not None:
+            body["field"] = self.field
+        return {"error": body}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(field={self.field!r}, message={self.message!r})"
+
+
+class ValidationError(JobModelError):
+    """A request breaks a rule; ``field`` names the offending field (``a`` or ``a.b``)."""
+
+    type = "ValidationError"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message, field)
+
+
+class NotFound(JobModelError):
+    """An unknown template or job."""
+
+    type = "NotFound"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message, field)
+
+
+class TemplateError(Exception):
+    """A template breaks a platform rule (raised at synth time or catalog load)."""
+
+    def __init__(self, template: str, rule: str, message: str) -> None:
+        self.template = template
+        self.rule = rule
+        self.message = message
+        super().__init__(f"template {template!r} breaks rule {rule!r}: {message}")

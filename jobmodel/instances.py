@@ -1,0 +1,130 @@
+"""The instance catalog: the one place that knows what each training instance type offers.
+
+Sources, per column (``../shared/REFERENCE.md`` is the project's fact sheet):
+
+* ``efa``: REFERENCE.md gives the SageMaker Python SDK's EFA list (g4dn.8xlarge,
+  g4dn.12xlarge, g5.48xlarge, p3dn.24xlarge, p4d.24xlarge, p4de.24xlarge,
+  p5.48xlarge, trn1.32xlarge) and, as newer AWS facts, p5e.48xlarge,
+  p5en.48xlarge, trn1n.32xlarge, trn2.48xlarge and p6-b200.48xlarge.
+  g6.48xlarge is marked EFA from the newer AWS facts (EC2 lists EFA for the large
+  G6 sizes); the smaller g5/g6 sizes stay non-EFA because the SDK list, which is
+  what SageMaker is known to wire up, does not name them.
+* ``gpudirect_rdma``: REFERENCE.md (p4d, p4de, trn1.32xlarge, the p5 family);
+  trn1n, trn2 and p6-b200 from the newer AWS facts (same fabric generation).
+* ``smddp``: REFERENCE.md and the SDK's ``SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES``
+  (p3.16xlarge, p3dn.24xlarge, p4d.24xlarge, p4de.24xlarge); p5 is *not* in the
+  SDK v2 check, so it is not marked here.
+* ``local_nvme``: REFERENCE.md names p4d, p4de, the p5 family, g4dn and g5; AWS
+  instance specs add p3dn, g6, trn1/trn1n/trn2 and p6-b200. SageMaker rejects
+  ``VolumeKmsKeyId`` on these (their storage is encrypted by the hardware).
+  p3 (non-dn), c5 and m5 use EBS only.
+* ``accelerators``: GPUs, or Neuron devices for Trainium (AWS instance specs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+__all__ = [
+    "INSTANCE_TYPES",
+    "InstanceType",
+    "efa_environment",
+    "get_instance_type",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceType:
+    """What a SageMaker training instance type offers to a distributed job."""
+
+    name: str
+    accelerators: int
+    accelerator: str
+    efa: bool
+    gpudirect_rdma: bool
+    smddp: bool
+    local_nvme: bool
+
+
+def _it(
+    name: str,
+    accelerators: int,
+    accelerator: str,
+    *,
+    efa: bool = False,
+    rdma: bool = False,
+    smddp: bool = False,
+    nvme: bool = False,
+) -> InstanceType:
+    return InstanceType(name, accelerators, accelerator, efa, rdma, smddp, nvme)
+
+
+_CATALOG: tuple[InstanceType, ...] = (
+    # P3: V100, EBS only except p3dn.
+    _it("ml.p3.2xlarge", 1, "nvidia-v100"),
+    _it("ml.p3.8xlarge", 4, "nvidia-v100"),
+    _it("ml.p3.16xlarge", 8, "nvidia-v100", smddp=True),
+    _it("ml.p3dn.24xlarge", 8, "nvidia-v100", efa=True, smddp=True, nvme=True),
+    # P4: A100.
+    _it("ml.p4d.24xlarge", 8, "nvidia-a100", efa=True, rdma=True, smddp=True, nvme=True),
+    _it("ml.p4de.24xlarge", 8, "nvidia-a100", efa=True, rdma=True, smddp=True, nvme=True),
+    # P5 family: H100 / H200 (no smddp in the SDK v2 check).
+    _it("ml.p5.48xlarge", 8, "nvidia-h100", efa=True, rdma=True, nvme=True),
+    _it("ml.p5e.48xlarge", 8, "nvidia-h200", efa=True, rdma=True, nvme=True),
+    _it("ml.p5en.48xlarge", 8, "nvidia-h200", efa=True, rdma=True, nvme=True),
+    # P6: B200 (newer AWS facts).
+    _it("ml.p6-b200.48xlarge", 8, "nvidia-b200", efa=True, rdma=True, nvme=True),
+    # G4dn: T4.
+    _it("ml.g4dn.xlarge", 1, "nvidia-t4", nvme=True),
+    _it("ml.g4dn.2xlarge", 1, "nvidia-t4", nvme=True),
+    _it("ml.g4dn.8xlarge", 1, "nvidia-t4", efa=True, nvme=True),
+    _it("ml.g4dn.12xlarge", 4, "nvidia-t4", efa=True, nvme=True),
+    # G5: A10G.
+    _it("ml.g5.xlarge", 1, "nvidia-a10g", nvme=True),
+    _it("ml.g5.2xlarge", 1, "nvidia-a10g", nvme=True),
+    _it("ml.g5.4xlarge", 1, "nvidia-a10g", nvme=True),
+    _it("ml.g5.12xlarge", 4, "nvidia-a10g", nvme=True),
+    _it("ml.g5.24xlarge", 4, "nvidia-a10g", nvme=True),
+    _it("ml.g5.48xlarge", 8, "nvidia-a10g", efa=True, nvme=True),
+    # G6: L4.
+    _it("ml.g6.xlarge", 1, "nvidia-l4", nvme=True),
+    _it("ml.g6.2xlarge", 1, "nvidia-l4", nvme=True),
+    _it("ml.g6.12xlarge", 4, "nvidia-l4", nvme=True),
+    _it("ml.g6.48xlarge", 8, "nvidia-l4", efa=True, nvme=True),
+    # Trainium: Neuron devices.
+    _it("ml.trn1.2xlarge", 1, "aws-trainium", nvme=True),
+    _it("ml.trn1.32xlarge", 16, "aws-trainium", efa=True, rdma=True, nvme=True),
+    _it("ml.trn1n.32xlarge", 16, "aws-trainium", efa=True, rdma=True, nvme=True),
+    _it("ml.trn2.48xlarge", 16, "aws-trainium2", efa=True, rdma=True, nvme=True),
+    # CPU only, EBS only.
+    _it("ml.c5.xlarge", 0, "none"),
+    _it("ml.c5.2xlarge", 0, "none"),
+    _it("ml.m5.xlarge", 0, "none"),
+    _it("ml.m5.2xlarge", 0, "none"),
+)
+
+INSTANCE_TYPES: Mapping[str, InstanceType] = MappingProxyType({i.name: i for i in _CATALOG})
+"""Every instance type the platform knows, by name (read-only)."""
+
+
+def get_instance_type(name: str) -> InstanceType:
+    """The catalog entry for ``name``; ``KeyError`` if the platform does not know it."""
+    return INSTANCE_TYPES[name]
+
+
+_EFA_BASE = {"FI_PROVIDER": "efa", "NCCL_PROTO": "simple", "NCCL_SOCKET_IFNAME": "eth0"}
+_EFA_RDMA = {**_EFA_BASE, "FI_EFA_USE_DEVICE_RDMA": "1", "RDMAV_FORK_SAFE": "1"}
+
+
+def efa_environment(instance: InstanceType) -> dict[str, str]:
+    """Environment variables that the SageMaker SDK sets for EFA instances (a new dict).
+
+    Empty for non-EFA types; ``FI_PROVIDER``, ``NCCL_PROTO`` and ``NCCL_SOCKET_IFNAME``
+    for EFA types; plus ``FI_EFA_USE_DEVICE_RDMA`` and ``RDMAV_FORK_SAFE`` where the
+    hardware does GPUDirect RDMA.
+    """
+    if not instance.efa:
+        return {}
+    return dict(_EFA_RDMA if instance.gpudirect_rdma else _EFA_BASE)

@@ -1,0 +1,1 @@
+"""Deployable stacks: they assemble constructs and wire them, nothing more."""

@@ -1,0 +1,72 @@
+"""Encrypted storage, the training role and the training network."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from ftl_constructs.encryption import PlatformKey
+from ftl_constructs.nag import acknowledge
+from ftl_constructs.secure_bucket import AccessLogBucket, SecureBucket, checkpoint_lifecycle
+from ftl_constructs.settings import PlatformSettings, retention_days
+from ftl_constructs.training_network import TrainingNetwork
+from ftl_constructs.training_role import TrainingRole
+
+
+class FoundationStack(Stack):
+    """What every job stands on: key, buckets, training role and (optionally) a VPC."""
+
+    def __init__(self, scope: Construct, id: str, *, settings: PlatformSettings,
+                 **kwargs: Any) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.settings = settings
+        self.key = PlatformKey(self, "PlatformKey", alias=f"alias/{settings.name}-platform").key
+
+        access_logs = AccessLogBucket(self, "AccessLogs",
+                                      retention_days=settings.log_retention_days).bucket
+        acknowledge(access_logs, "AwsSolutions-S1",
+                    "This is the server access log bucket; logging it to itself would loop.")
+
+        def bucket(name: str, **extra: Any) -> SecureBucket:
+            return SecureBucket(self, name, encryption_key=self.key, access_logs=access_logs,
+                                access_log_prefix=f"{name.lower()}/", **extra)
+
+        self.data_bucket = bucket("DataBucket").bucket
+        self.checkpoint_bucket = bucket(
+            "CheckpointBucket", lifecycle_rules=checkpoint_lifecycle(settings.checkpoint_expiry_days)
+        ).bucket
+        self.artifact_bucket = bucket("ArtifactBucket", versioned=True).bucket
+
+        self.network = None
+        if settings.network.enabled:
+            self.network = TrainingNetwork(
+                self, "Network", settings=settings.network, encryption_key=self.key,
+                log_retention=retention_days(settings.log_retention_days),
+            )
+
+        self.training_role = TrainingRole(
+            self,
+            "TrainingRole",
+            data_bucket=self.data_bucket,
+            checkpoint_bucket=self.checkpoint_bucket,
+            artifact_bucket=self.artifact_bucket,
+            encryption_key=self.key,
+            vpc=self.network.vpc if self.network else None,
+            subnets=self.network.subnets if self.network else (),
+            security_group=self.network.security_group if self.network else None,
+            extra_input_buckets=settings.extra_input_buckets,
+        )
+
+        CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)
+        CfnOutput(self, "CheckpointBucketName", value=self.checkpoint_bucket.bucket_name)
+        CfnOutput(self, "ArtifactBucketName", value=self.artifact_bucket.bucket_name)
+        CfnOutput(self, "TrainingRoleArn", value=self.training_role.role.role_arn)
+        CfnOutput(self, "PlatformKeyArn", value=self.key.key_arn)
+        if self.network:
+            CfnOutput(self, "TrainingSecurityGroupId",
+                      value=self.network.security_group.security_group_id)
+            CfnOutput(self, "TrainingSubnetIds",
+                      value=",".join(s.subnet_id for s in self.network.subnets))
+
