@@ -11,7 +11,10 @@ from cdk_nag import AwsSolutionsChecks
 from stacks.platform import build_platform
 
 app = cdk.App()
-build_platform(app, default_account=os.environ.get("CDK_DEFAULT_ACCOUNT"),
-               default_region=os.environ.get("CDK_DEFAULT_REGION"))
+build_platform(
+    app,
+    default_account=os.environ.get("CDK_DEFAULT_ACCOUNT"),
+    default_region=os.environ.get("CDK_DEFAULT_REGION"),
+)
 cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
 app.synth()

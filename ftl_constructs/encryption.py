@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -22,7 +22,7 @@ class PlatformKey(Construct):
             self,
             "Key",
             alias=alias,
-            description="Fine-tuning platform: S3 data, checkpoints, models, logs and training volumes",
+            description="Fine-tuning platform: data, checkpoints, models, logs, training volumes",
             enable_key_rotation=True,
             pending_window=Duration.days(30),
             removal_policy=RemovalPolicy.RETAIN,
@@ -33,13 +33,22 @@ class PlatformKey(Construct):
             iam.PolicyStatement(
                 sid="AllowCloudWatchLogsForThisAccount",
                 principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
-                actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*",
-                         "kms:Describe*"],
+                actions=[
+                    "kms:Encrypt*",
+                    "kms:Decrypt*",
+                    "kms:ReEncrypt*",
+                    "kms:GenerateDataKey*",
+                    "kms:Describe*",
+                ],
                 resources=["*"],
                 conditions={
                     "ArnLike": {
-                        "kms:EncryptionContext:aws:logs:arn":
-                            f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
+                        "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
+                            service="logs",
+                            resource="log-group",
+                            resource_name="*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                        )
                     }
                 },
             )

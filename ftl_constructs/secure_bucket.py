@@ -87,4 +87,3 @@ def checkpoint_lifecycle(expiry_days: int) -> list[s3.LifecycleRule]:
             abort_incomplete_multipart_upload_after=Duration.days(1),
         )
     ]
-

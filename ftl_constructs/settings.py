@@ -89,24 +89,36 @@ class PlatformSettings:
         return f"{self.name}-launcher"
 
     @classmethod
-    def from_context(cls, get: Any, *, default_region: str | None = None,
-                     default_account: str | None = None) -> PlatformSettings:
+    def from_context(
+        cls, get: Any, *, default_region: str | None = None, default_account: str | None = None
+    ) -> PlatformSettings:
         """Build settings from a context getter (``node.try_get_context``)."""
         raw = {key: get(CONTEXT_PREFIX + key) for key in _KEYS}
         return cls.from_mapping(raw, default_region=default_region, default_account=default_account)
 
     @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any], *, default_region: str | None = None,
-                     default_account: str | None = None) -> PlatformSettings:
+    def from_mapping(
+        cls,
+        raw: Mapping[str, Any],
+        *,
+        default_region: str | None = None,
+        default_account: str | None = None,
+    ) -> PlatformSettings:
         unknown = sorted(set(raw) - set(_KEYS))
         if unknown:
             raise ContextError(unknown[0], f"unknown key; known keys are {', '.join(_KEYS)}")
         v = {k: raw.get(k) for k in _KEYS}
 
-        name = _string(v, "platformName", "ftl", _NAME_RE,
-                       "a letter then up to 19 letters, digits or '-'")
-        region = _string(v, "region", default_region or "us-east-1", _REGION_RE,
-                         "an AWS region name such as 'us-east-1'")
+        name = _string(
+            v, "platformName", "ftl", _NAME_RE, "a letter then up to 19 letters, digits or '-'"
+        )
+        region = _string(
+            v,
+            "region",
+            default_region or "us-east-1",
+            _REGION_RE,
+            "an AWS region name such as 'us-east-1'",
+        )
         account = v["account"] if v["account"] is not None else default_account
         if account is not None and not (isinstance(account, str) and _ACCOUNT_RE.match(account)):
             raise ContextError("account", "a 12-digit AWS account id", account)
@@ -114,8 +126,9 @@ class PlatformSettings:
         expiry = _int(v, "checkpointExpiryDays", 30, 1, 3650)
         retention = _int(v, "logRetentionDays", 365, 1, 3653)
         if retention not in _LOG_RETENTION_DAYS:
-            raise ContextError("logRetentionDays",
-                               f"one of {', '.join(map(str, _LOG_RETENTION_DAYS))}", retention)
+            raise ContextError(
+                "logRetentionDays", f"one of {', '.join(map(str, _LOG_RETENTION_DAYS))}", retention
+            )
 
         extra = v["extraInputBuckets"] if v["extraInputBuckets"] is not None else []
         if not isinstance(extra, list) or not all(
@@ -125,12 +138,19 @@ class PlatformSettings:
 
         tags = v["tags"] if v["tags"] is not None else {}
         if not isinstance(tags, dict) or not all(
-            isinstance(k, str) and isinstance(t, str) and 0 < len(k) <= 128 and len(t) <= 256
+            isinstance(k, str)
+            and isinstance(t, str)
+            and 0 < len(k) <= 128
+            and len(t) <= 256
             and not k.lower().startswith(("aws:", CONTEXT_PREFIX))
             for k, t in tags.items()
         ):
-            raise ContextError("tags", "an object of string tags (keys 1-128 chars, values up to "
-                               "256, no 'aws:' or 'ftl:' keys)", tags)
+            raise ContextError(
+                "tags",
+                "an object of string tags (keys 1-128 chars, values up to "
+                "256, no 'aws:' or 'ftl:' keys)",
+                tags,
+            )
 
         return cls(
             name=name,
@@ -149,18 +169,46 @@ class PlatformSettings:
 
 
 _KEYS = (
-    "platformName", "account", "region", "checkpointExpiryDays", "logRetentionDays",
-    "extraInputBuckets", "tags", "network", "egress", "vpcCidr", "maxAzs", "existingVpc",
-    "createEndpoints", "apiThrottleRate", "apiThrottleBurst",
+    "platformName",
+    "account",
+    "region",
+    "checkpointExpiryDays",
+    "logRetentionDays",
+    "extraInputBuckets",
+    "tags",
+    "network",
+    "egress",
+    "vpcCidr",
+    "maxAzs",
+    "existingVpc",
+    "createEndpoints",
+    "apiThrottleRate",
+    "apiThrottleBurst",
 )
 
 # CloudWatch Logs accepts only these retention periods (days -> aws_logs.RetentionDays name).
 _RETENTION_NAMES = {
-    1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS",
-    30: "ONE_MONTH", 60: "TWO_MONTHS", 90: "THREE_MONTHS", 120: "FOUR_MONTHS",
-    150: "FIVE_MONTHS", 180: "SIX_MONTHS", 365: "ONE_YEAR", 400: "THIRTEEN_MONTHS",
-    545: "EIGHTEEN_MONTHS", 731: "TWO_YEARS", 1096: "THREE_YEARS", 1827: "FIVE_YEARS",
-    2192: "SIX_YEARS", 2557: "SEVEN_YEARS", 2922: "EIGHT_YEARS", 3288: "NINE_YEARS",
+    1: "ONE_DAY",
+    3: "THREE_DAYS",
+    5: "FIVE_DAYS",
+    7: "ONE_WEEK",
+    14: "TWO_WEEKS",
+    30: "ONE_MONTH",
+    60: "TWO_MONTHS",
+    90: "THREE_MONTHS",
+    120: "FOUR_MONTHS",
+    150: "FIVE_MONTHS",
+    180: "SIX_MONTHS",
+    365: "ONE_YEAR",
+    400: "THIRTEEN_MONTHS",
+    545: "EIGHTEEN_MONTHS",
+    731: "TWO_YEARS",
+    1096: "THREE_YEARS",
+    1827: "FIVE_YEARS",
+    2192: "SIX_YEARS",
+    2557: "SEVEN_YEARS",
+    2922: "EIGHT_YEARS",
+    3288: "NINE_YEARS",
     3653: "TEN_YEARS",
 }
 _LOG_RETENTION_DAYS = tuple(_RETENTION_NAMES)
@@ -173,8 +221,9 @@ def retention_days(days: int) -> Any:
     return getattr(aws_logs.RetentionDays, _RETENTION_NAMES[days])
 
 
-def _string(v: Mapping[str, Any], key: str, default: str, pattern: re.Pattern[str],
-            rule: str) -> str:
+def _string(
+    v: Mapping[str, Any], key: str, default: str, pattern: re.Pattern[str], rule: str
+) -> str:
     value = v[key] if v[key] is not None else default
     if not isinstance(value, str) or not pattern.match(value):
         raise ContextError(key, rule, value)
@@ -218,40 +267,66 @@ def _network(v: Mapping[str, Any]) -> NetworkSettings:
     existing = None
     raw = v["existingVpc"]
     if mode == "existing":
-        rule = ("an object {\"vpcId\": \"vpc-...\", \"availabilityZones\": [...], "
-                "\"privateSubnetIds\": [...], \"routeTableIds\": [...] (optional)}")
+        rule = (
+            'an object {"vpcId": "vpc-...", "availabilityZones": [...], '
+            '"privateSubnetIds": [...], "routeTableIds": [...] (optional)}'
+        )
         required = {"vpcId", "availabilityZones", "privateSubnetIds"}
         if not isinstance(raw, dict) or not required <= set(raw) <= required | {"routeTableIds"}:
             raise ContextError("existingVpc", rule, raw)
         vpc_id, azs, subnets = raw["vpcId"], raw["availabilityZones"], raw["privateSubnetIds"]
         if not (isinstance(vpc_id, str) and _VPC_ID_RE.match(vpc_id)):
             raise ContextError("existingVpc", "vpcId must look like 'vpc-0123abcd'", vpc_id)
-        if not (isinstance(azs, list) and azs and all(isinstance(a, str) and _AZ_RE.match(a)
-                                                     for a in azs)):
+        if not (
+            isinstance(azs, list)
+            and azs
+            and all(isinstance(a, str) and _AZ_RE.match(a) for a in azs)
+        ):
             raise ContextError("existingVpc", "availabilityZones must be zone names", azs)
-        if not (isinstance(subnets, list) and 1 <= len(subnets) <= 16 and all(
-                isinstance(s, str) and _SUBNET_ID_RE.match(s) for s in subnets)):
-            raise ContextError("existingVpc", "privateSubnetIds must be 1-16 'subnet-...' ids",
-                               subnets)
+        if not (
+            isinstance(subnets, list)
+            and 1 <= len(subnets) <= 16
+            and all(isinstance(s, str) and _SUBNET_ID_RE.match(s) for s in subnets)
+        ):
+            raise ContextError(
+                "existingVpc", "privateSubnetIds must be 1-16 'subnet-...' ids", subnets
+            )
         if len(subnets) % len(azs):
-            raise ContextError("existingVpc", "privateSubnetIds must be a multiple of the "
-                               "number of availabilityZones", subnets)
+            raise ContextError(
+                "existingVpc",
+                "privateSubnetIds must be a multiple of the number of availabilityZones",
+                subnets,
+            )
         tables = raw.get("routeTableIds", [])
-        if not (isinstance(tables, list) and all(
-                isinstance(t, str) and t.startswith("rtb-") for t in tables)):
+        if not (
+            isinstance(tables, list)
+            and all(isinstance(t, str) and t.startswith("rtb-") for t in tables)
+        ):
             raise ContextError("existingVpc", "routeTableIds must be 'rtb-...' ids", tables)
         if tables and len(tables) != len(subnets):
-            raise ContextError("existingVpc", "routeTableIds needs one id per private subnet",
-                               tables)
+            raise ContextError(
+                "existingVpc", "routeTableIds needs one id per private subnet", tables
+            )
         if create_endpoints and not tables:
-            raise ContextError("existingVpc", "routeTableIds is required to add the S3 gateway "
-                               "endpoint (or set ftl:createEndpoints to false)", raw)
+            raise ContextError(
+                "existingVpc",
+                "routeTableIds is required to add the S3 gateway "
+                "endpoint (or set ftl:createEndpoints to false)",
+                raw,
+            )
         existing = ExistingVpc(vpc_id, tuple(azs), tuple(subnets), tuple(tables))
     elif raw is not None:
         raise ContextError("existingVpc", "only allowed with network 'existing'", raw)
 
     if mode != "new" and egress == "nat":
-        raise ContextError("egress", "'nat' needs network 'new' (an existing VPC brings its "
-                           "own routing)", egress)
-    return NetworkSettings(mode=mode, egress=egress, vpc_cidr=cidr, max_azs=max_azs,
-                           existing=existing, create_endpoints=create_endpoints)
+        raise ContextError(
+            "egress", "'nat' needs network 'new' (an existing VPC brings its own routing)", egress
+        )
+    return NetworkSettings(
+        mode=mode,
+        egress=egress,
+        vpc_cidr=cidr,
+        max_azs=max_azs,
+        existing=existing,
+        create_endpoints=create_endpoints,
+    )

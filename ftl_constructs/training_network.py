@@ -51,13 +51,18 @@ class TrainingNetwork(Construct):
 
         if settings.mode == "new":
             nat = settings.egress == "nat"
-            private_type = (ec2.SubnetType.PRIVATE_WITH_EGRESS if nat
-                            else ec2.SubnetType.PRIVATE_ISOLATED)
-            subnet_config = [ec2.SubnetConfiguration(name="training", subnet_type=private_type,
-                                                     cidr_mask=20)]
+            private_type = (
+                ec2.SubnetType.PRIVATE_WITH_EGRESS if nat else ec2.SubnetType.PRIVATE_ISOLATED
+            )
+            subnet_config = [
+                ec2.SubnetConfiguration(name="training", subnet_type=private_type, cidr_mask=20)
+            ]
             if nat:
-                subnet_config.append(ec2.SubnetConfiguration(
-                    name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24))
+                subnet_config.append(
+                    ec2.SubnetConfiguration(
+                        name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
+                    )
+                )
             vpc = ec2.Vpc(
                 self,
                 "Vpc",
@@ -74,8 +79,9 @@ class TrainingNetwork(Construct):
                 retention=log_retention,
                 removal_policy=RemovalPolicy.RETAIN,
             )
-            vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(
-                flow_logs))
+            vpc.add_flow_log(
+                "FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs)
+            )
             self.subnets = vpc.select_subnets(subnet_type=private_type).subnets
         else:
             existing = settings.existing
@@ -104,8 +110,11 @@ class TrainingNetwork(Construct):
         # HTTPS out: to the interface endpoints and S3 (gateway endpoint routes carry no fixed
         # CIDR, and its prefix-list id would need an account lookup at synth). In isolated
         # subnets nothing else is routable; with a NAT gateway this also reaches model hubs.
-        sg.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443),
-                           "HTTPS to VPC endpoints, S3 and (with NAT) model hubs")
+        sg.add_egress_rule(
+            ec2.Peer.any_ipv4(),
+            ec2.Port.tcp(443),
+            "HTTPS to VPC endpoints, S3 and (with NAT) model hubs",
+        )
 
         self.endpoint_security_group = None
         if settings.create_endpoints:
@@ -122,7 +131,8 @@ class TrainingNetwork(Construct):
                 allow_all_outbound=False,
             )
             self.endpoint_security_group.add_ingress_rule(
-                sg, ec2.Port.tcp(443), "HTTPS from training jobs")
+                sg, ec2.Port.tcp(443), "HTTPS from training jobs"
+            )
             for name, service in INTERFACE_ENDPOINTS.items():
                 vpc.add_interface_endpoint(
                     name,
@@ -132,5 +142,8 @@ class TrainingNetwork(Construct):
                     private_dns_enabled=True,
                     open=False,
                 )
-        acknowledge(sg, "AwsSolutions-EC23",
-                    "Inbound traffic is allowed only from this security group itself.")
+        acknowledge(
+            sg,
+            "AwsSolutions-EC23",
+            "Inbound traffic is allowed only from this security group itself.",
+        )

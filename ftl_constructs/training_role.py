@@ -63,9 +63,12 @@ class TrainingRole(Construct):
             ),
         )
         self.policy = iam.Policy(self, "Policy", roles=[self.role])
-        log_group_arn = stack.format_arn(service="logs", resource="log-group",
-                                         resource_name=f"{TRAINING_LOG_GROUP}:*",
-                                         arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        log_group_arn = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{TRAINING_LOG_GROUP}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         add = self.policy.add_statements
 
         input_buckets = [data_bucket.bucket_arn] + [
@@ -80,22 +83,40 @@ class TrainingRole(Construct):
             # SageMaker syncs /opt/ml/checkpoints both ways; deleting a local file deletes it in S3.
             iam.PolicyStatement(
                 sid="ReadWriteCheckpoints",
-                actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket",
-                         "s3:GetBucketLocation", "s3:AbortMultipartUpload",
-                         "s3:ListMultipartUploadParts"],
+                actions=[
+                    "s3:GetObject",
+                    "s3:PutObject",
+                    "s3:DeleteObject",
+                    "s3:ListBucket",
+                    "s3:GetBucketLocation",
+                    "s3:AbortMultipartUpload",
+                    "s3:ListMultipartUploadParts",
+                ],
                 resources=[checkpoint_bucket.bucket_arn, checkpoint_bucket.arn_for_objects("*")],
             ),
             iam.PolicyStatement(
                 sid="WriteModelArtifacts",
-                actions=["s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:GetBucketLocation",
-                         "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts"],
+                actions=[
+                    "s3:GetObject",
+                    "s3:PutObject",
+                    "s3:ListBucket",
+                    "s3:GetBucketLocation",
+                    "s3:AbortMultipartUpload",
+                    "s3:ListMultipartUploadParts",
+                ],
                 resources=[artifact_bucket.bucket_arn, artifact_bucket.arn_for_objects("*")],
             ),
             iam.PolicyStatement(
                 sid="UsePlatformKey",
-                actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey",
-                         "kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncryptFrom",
-                         "kms:ReEncryptTo", "kms:DescribeKey"],
+                actions=[
+                    "kms:Decrypt",
+                    "kms:Encrypt",
+                    "kms:GenerateDataKey",
+                    "kms:GenerateDataKeyWithoutPlaintext",
+                    "kms:ReEncryptFrom",
+                    "kms:ReEncryptTo",
+                    "kms:DescribeKey",
+                ],
                 resources=[encryption_key.key_arn],
             ),
             # Encrypted training volumes need a grant that SageMaker creates on the job's behalf.
@@ -107,8 +128,12 @@ class TrainingRole(Construct):
             ),
             iam.PolicyStatement(
                 sid="WriteTrainingLogs",
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
-                         "logs:DescribeLogStreams"],
+                actions=[
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:PutLogEvents",
+                    "logs:DescribeLogStreams",
+                ],
                 resources=[log_group_arn],
             ),
             iam.PolicyStatement(
@@ -128,7 +153,7 @@ class TrainingRole(Construct):
         self._acknowledge(data_bucket, checkpoint_bucket, artifact_bucket, log_group_arn)
 
     def allow_image_pull(self, image_uri: str) -> None:
-        """Let jobs pull ``image_uri`` (``<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>``)."""
+        """Let jobs pull one ECR image, given as its full URI."""
         registry, _, rest = image_uri.partition("/")
         account, _, tail = registry.partition(".dkr.ecr.")
         region = tail.split(".amazonaws.com")[0]
@@ -139,57 +164,89 @@ class TrainingRole(Construct):
         self._pulls.add(arn)
         self.policy.add_statements(
             iam.PolicyStatement(
-                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
-                         "ecr:BatchCheckLayerAvailability"],
+                actions=[
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                    "ecr:BatchCheckLayerAvailability",
+                ],
                 resources=[arn],
             )
         )
 
-    def _allow_vpc(self, stack: Stack, vpc: ec2.IVpc, subnets: list[ec2.ISubnet],
-                   security_group: ec2.ISecurityGroup) -> None:
+    def _allow_vpc(
+        self,
+        stack: Stack,
+        vpc: ec2.IVpc,
+        subnets: list[ec2.ISubnet],
+        security_group: ec2.ISecurityGroup,
+    ) -> None:
         eni_arn = stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
         vpc_arn = stack.format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
         self.policy.add_statements(
             iam.PolicyStatement(
                 sid="CreateTrainingEnis",
                 actions=["ec2:CreateNetworkInterface"],
-                resources=[eni_arn,
-                           stack.format_arn(service="ec2", resource="security-group",
-                                            resource_name=security_group.security_group_id)]
-                + [stack.format_arn(service="ec2", resource="subnet",
-                                    resource_name=s.subnet_id) for s in subnets],
+                resources=[
+                    eni_arn,
+                    stack.format_arn(
+                        service="ec2",
+                        resource="security-group",
+                        resource_name=security_group.security_group_id,
+                    ),
+                ]
+                + [
+                    stack.format_arn(service="ec2", resource="subnet", resource_name=s.subnet_id)
+                    for s in subnets
+                ],
             ),
             iam.PolicyStatement(
                 sid="ManageTrainingEnis",
-                actions=["ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-                         "ec2:DeleteNetworkInterfacePermission"],
+                actions=[
+                    "ec2:CreateNetworkInterfacePermission",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteNetworkInterfacePermission",
+                ],
                 resources=[eni_arn],
                 conditions={"ArnEquals": {"ec2:Vpc": vpc_arn}},
             ),
             iam.PolicyStatement(
                 sid="DescribeNetwork",
-                actions=["ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
-                         "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets",
-                         "ec2:DescribeSecurityGroups"],
+                actions=[
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeVpcs",
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeSecurityGroups",
+                ],
                 resources=["*"],
             ),
         )
-        acknowledge_resource(self.policy, eni_arn,
-                    "SageMaker creates the training ENIs, so their ids are unknown in advance; "
-                    "creation is limited to the platform subnets and security group and changes "
-                    "to ENIs in the platform VPC.")
+        acknowledge_resource(
+            self.policy,
+            eni_arn,
+            "SageMaker creates the training ENIs, so their ids are unknown in advance; "
+            "creation is limited to the platform subnets and security group and changes "
+            "to ENIs in the platform VPC.",
+        )
 
-    def _acknowledge(self, data: s3.IBucket, ckpt: s3.IBucket, art: s3.IBucket,
-                     log_group_arn: str) -> None:
+    def _acknowledge(
+        self, data: s3.IBucket, ckpt: s3.IBucket, art: s3.IBucket, log_group_arn: str
+    ) -> None:
         for bucket, why in (
             (data, "Jobs read any object of the training-data bucket, which holds nothing else."),
             (ckpt, "Each job writes under its own prefix, named per job at run time."),
             (art, "Each job writes its model under its own prefix, named per job at run time."),
         ):
             acknowledge_resource(self.policy, bucket.arn_for_objects("*"), why)
-        acknowledge(self.policy, "AwsSolutions-IAM5[Resource::*]",
-                    "ecr:GetAuthorizationToken, cloudwatch:PutMetricData and EC2 Describe* do not "
-                    "support resource-level permissions; PutMetricData is limited to the "
-                    "/aws/sagemaker/* namespaces by condition.")
-        acknowledge_resource(self.policy, log_group_arn,
-                             "SageMaker names one log stream per job and host in this log group.")
+        acknowledge(
+            self.policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken, cloudwatch:PutMetricData and EC2 Describe* do not "
+            "support resource-level permissions; PutMetricData is limited to the "
+            "/aws/sagemaker/* namespaces by condition.",
+        )
+        acknowledge_resource(
+            self.policy,
+            log_group_arn,
+            "SageMaker names one log stream per job and host in this log group.",
+        )

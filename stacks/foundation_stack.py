@@ -18,31 +18,46 @@ from ftl_constructs.training_role import TrainingRole
 class FoundationStack(Stack):
     """What every job stands on: key, buckets, training role and (optionally) a VPC."""
 
-    def __init__(self, scope: Construct, id: str, *, settings: PlatformSettings,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, settings: PlatformSettings, **kwargs: Any
+    ) -> None:
         super().__init__(scope, id, **kwargs)
         self.settings = settings
         self.key = PlatformKey(self, "PlatformKey", alias=f"alias/{settings.name}-platform").key
 
-        access_logs = AccessLogBucket(self, "AccessLogs",
-                                      retention_days=settings.log_retention_days).bucket
-        acknowledge(access_logs, "AwsSolutions-S1",
-                    "This is the server access log bucket; logging it to itself would loop.")
+        access_logs = AccessLogBucket(
+            self, "AccessLogs", retention_days=settings.log_retention_days
+        ).bucket
+        acknowledge(
+            access_logs,
+            "AwsSolutions-S1",
+            "This is the server access log bucket; logging it to itself would loop.",
+        )
 
         def bucket(name: str, **extra: Any) -> SecureBucket:
-            return SecureBucket(self, name, encryption_key=self.key, access_logs=access_logs,
-                                access_log_prefix=f"{name.lower()}/", **extra)
+            return SecureBucket(
+                self,
+                name,
+                encryption_key=self.key,
+                access_logs=access_logs,
+                access_log_prefix=f"{name.lower()}/",
+                **extra,
+            )
 
         self.data_bucket = bucket("DataBucket").bucket
         self.checkpoint_bucket = bucket(
-            "CheckpointBucket", lifecycle_rules=checkpoint_lifecycle(settings.checkpoint_expiry_days)
+            "CheckpointBucket",
+            lifecycle_rules=checkpoint_lifecycle(settings.checkpoint_expiry_days),
         ).bucket
         self.artifact_bucket = bucket("ArtifactBucket", versioned=True).bucket
 
         self.network = None
         if settings.network.enabled:
             self.network = TrainingNetwork(
-                self, "Network", settings=settings.network, encryption_key=self.key,
+                self,
+                "Network",
+                settings=settings.network,
+                encryption_key=self.key,
                 log_retention=retention_days(settings.log_retention_days),
             )
 
@@ -65,8 +80,9 @@ class FoundationStack(Stack):
         CfnOutput(self, "TrainingRoleArn", value=self.training_role.role.role_arn)
         CfnOutput(self, "PlatformKeyArn", value=self.key.key_arn)
         if self.network:
-            CfnOutput(self, "TrainingSecurityGroupId",
-                      value=self.network.security_group.security_group_id)
-            CfnOutput(self, "TrainingSubnetIds",
-                      value=",".join(s.subnet_id for s in self.network.subnets))
-
+            CfnOutput(
+                self, "TrainingSecurityGroupId", value=self.network.security_group.security_group_id
+            )
+            CfnOutput(
+                self, "TrainingSubnetIds", value=",".join(s.subnet_id for s in self.network.subnets)
+            )

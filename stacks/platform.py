@@ -8,15 +8,21 @@ from ftl_constructs.settings import PlatformSettings
 from stacks.foundation_stack import FoundationStack
 
 
-def build_platform(app: cdk.App, *, default_account: str | None = None,
-                   default_region: str | None = None) -> dict[str, cdk.Stack]:
-    settings = PlatformSettings.from_context(app.node.try_get_context,
-                                             default_region=default_region,
-                                             default_account=default_account)
+def build_platform(
+    app: cdk.App, *, default_account: str | None = None, default_region: str | None = None
+) -> dict[str, cdk.Stack]:
+    settings = PlatformSettings.from_context(
+        app.node.try_get_context, default_region=default_region, default_account=default_account
+    )
     env = cdk.Environment(account=settings.account, region=settings.region)
-    foundation = FoundationStack(app, "Foundation", settings=settings, env=env,
-                                 stack_name=settings.foundation_stack_name,
-                                 description="Fine-tuning platform: key, buckets, training role, network")
+    foundation = FoundationStack(
+        app,
+        "Foundation",
+        settings=settings,
+        env=env,
+        stack_name=settings.foundation_stack_name,
+        description="Fine-tuning platform: key, buckets, training role, network",
+    )
     for key, value in {**settings.tags, "ftl:platform": settings.name}.items():
         cdk.Tags.of(app).add(key, value)
     return {"foundation": foundation}

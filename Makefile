@@ -1,0 +1,46 @@
+# One entry point for set-up, the local demo, tests and benchmarks.
+#   make demo   - set up everything, deploy into a local moto sandbox and start a job there
+#   make test   - set up everything and run lint plus every test (what .ci/run calls)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export CDK_DISABLE_VERSION_CHECK := 1
+
+.PHONY: setup demo test lint format synth bench clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-train.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements-dev.txt -r requirements-train.txt
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+demo: setup
+	$(PY) -m sandbox.demo
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: setup
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+test: lint
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
+
+synth: setup
+	npx --no-install cdk synth --all --quiet
+
+bench: setup
+	$(PY) -m bench.run_all
+
+clean:
+	rm -rf cdk.out .pytest_cache .hypothesis

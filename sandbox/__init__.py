@@ -1,0 +1,1 @@
+"""The local sandbox: moto's server on localhost, with the platform deployed into it."""

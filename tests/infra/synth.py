@@ -1,0 +1,41 @@
+"""Synthesize the platform the way app.py does (cdk-nag included) for assertion tests."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks
+
+from stacks.platform import build_platform
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE_CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
+
+EXISTING_VPC = {
+    "vpcId": "vpc-0123abcd",
+    "availabilityZones": ["us-east-1a", "us-east-1b"],
+    "privateSubnetIds": ["subnet-0aaa1111", "subnet-0bbb2222"],
+    "routeTableIds": ["rtb-0aaa1111", "rtb-0bbb2222"],
+}
+
+
+def synth(**context: object) -> tuple[cdk.App, dict[str, cdk.Stack]]:
+    app = cdk.App(context={**BASE_CONTEXT, "ftl:account": "123456789012", **context})
+    stacks = build_platform(app)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stacks
+
+
+@cache
+def templates(context_json: str = "{}") -> dict[str, Template]:
+    """Templates per stack for a context (cached: synth is the slow part of these tests)."""
+    _, stacks = synth(**json.loads(context_json))
+    return {name: Template.from_stack(stack) for name, stack in stacks.items()}
+
+
+def template(stack: str, **context: object) -> Template:
+    return templates(json.dumps(context, sort_keys=True))[stack]

@@ -1,0 +1,53 @@
+"""One moto sandbox per test session with the whole platform deployed into it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
+from sandbox.deploy import deploy, sandbox_env
+from sandbox.server import Sandbox
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # One deploy per run: keep every sandbox test on the same xdist worker.
+    for item in items:
+        if "tests/sandbox/" in str(item.path):
+            item.add_marker(pytest.mark.sandbox)
+            item.add_marker(pytest.mark.xdist_group("sandbox"))
+
+
+class Deployed:
+    def __init__(self, endpoint: str, outputs: dict[str, dict[str, str]]) -> None:
+        self.endpoint = endpoint
+        self.outputs = outputs
+        self.env = sandbox_env(endpoint)
+
+    def output(self, name: str) -> str:
+        found = [o[name] for o in self.outputs.values() if name in o]
+        assert len(found) == 1, f"output {name} on {len(found)} stacks"
+        return found[0]
+
+    def client(self, service: str):  # noqa: ANN201
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+
+@pytest.fixture(scope="session")
+def deployed() -> Iterator[Deployed]:
+    with Sandbox() as sandbox:
+        saved = dict(os.environ)
+        os.environ.update(sandbox_env(sandbox.endpoint))
+        try:
+            yield Deployed(sandbox.endpoint, deploy(sandbox.endpoint))
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
