@@ -76,6 +76,7 @@ class PlatformSettings:
     checkpoint_expiry_days: int = 30
     log_retention_days: int = 365
     extra_input_buckets: tuple[str, ...] = ()
+    catalog_file: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     network: NetworkSettings = field(default_factory=NetworkSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
@@ -152,8 +153,15 @@ class PlatformSettings:
                 tags,
             )
 
+        catalog_file = v["catalogFile"]
+        if catalog_file is not None and not (
+            isinstance(catalog_file, str) and catalog_file.endswith(".json")
+        ):
+            raise ContextError("catalogFile", "a path to a JSON template catalog", catalog_file)
+
         return cls(
             name=name,
+            catalog_file=catalog_file,
             account=account,
             region=region,
             checkpoint_expiry_days=expiry,
@@ -184,6 +192,7 @@ _KEYS = (
     "createEndpoints",
     "apiThrottleRate",
     "apiThrottleBurst",
+    "catalogFile",
 )
 
 # CloudWatch Logs accepts only these retention periods (days -> aws_logs.RetentionDays name).

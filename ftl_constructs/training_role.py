@@ -173,6 +173,12 @@ class TrainingRole(Construct):
             )
         )
 
+    def allow_source_read(self, object_arn: str) -> None:
+        """Let jobs download one training source archive (``sourcedir.tar.gz``)."""
+        self.policy.add_statements(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[object_arn])
+        )
+
     def _allow_vpc(
         self,
         stack: Stack,

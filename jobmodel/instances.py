@@ -23,9 +23,9 @@ Sources, per column (``../shared/REFERENCE.md`` is the project's fact sheet):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 __all__ = [
     "INSTANCE_TYPES",

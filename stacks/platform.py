@@ -6,6 +6,7 @@ import aws_cdk as cdk
 
 from ftl_constructs.settings import PlatformSettings
 from stacks.foundation_stack import FoundationStack
+from stacks.launcher_stack import LauncherStack
 
 
 def build_platform(
@@ -25,4 +26,13 @@ def build_platform(
     )
     for key, value in {**settings.tags, "ftl:platform": settings.name}.items():
         cdk.Tags.of(app).add(key, value)
-    return {"foundation": foundation}
+    launcher = LauncherStack(
+        app,
+        "Launcher",
+        settings=settings,
+        foundation=foundation,
+        env=env,
+        stack_name=settings.launcher_stack_name,
+        description="Fine-tuning platform: templates, job launcher, HTTP API, job events",
+    )
+    return {"foundation": foundation, "launcher": launcher}

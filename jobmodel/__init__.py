@@ -1,0 +1,70 @@
+"""The job model: instance catalog, templates, request validation, CreateTrainingJob renderer.
+
+Standard library only: the CDK constructs use it at synth time and the trigger
+Lambda carries a copy at run time.
+"""
+
+from .errors import JobModelError, NotFound, TemplateError, ValidationError
+from .instances import INSTANCE_TYPES, InstanceType, efa_environment, get_instance_type
+from .platform import PlatformConfig
+from .render import (
+    CHECKPOINT_LOCAL_PATH,
+    TENSORBOARD_LOCAL_PATH,
+    checkpoint_s3_uri,
+    encode_hyperparameters,
+    make_job_name,
+    metric_regex,
+    output_s3_uri,
+    render_create_training_job,
+    request_hash,
+)
+from .request import SUBMIT_FIELDS, SubmitRequest, validate_job_name, validate_submit
+from .templates import (
+    CATALOG_VERSION,
+    DISTRIBUTION_KINDS,
+    INPUT_MODES,
+    Distribution,
+    HyperparameterRule,
+    InputChannel,
+    TemplateSpec,
+    dump_catalog,
+    load_catalog,
+    shipped_catalog,
+    validate_template,
+)
+
+__all__ = [
+    "CATALOG_VERSION",
+    "CHECKPOINT_LOCAL_PATH",
+    "DISTRIBUTION_KINDS",
+    "INPUT_MODES",
+    "INSTANCE_TYPES",
+    "SUBMIT_FIELDS",
+    "TENSORBOARD_LOCAL_PATH",
+    "Distribution",
+    "HyperparameterRule",
+    "InputChannel",
+    "InstanceType",
+    "JobModelError",
+    "NotFound",
+    "PlatformConfig",
+    "SubmitRequest",
+    "TemplateError",
+    "TemplateSpec",
+    "ValidationError",
+    "checkpoint_s3_uri",
+    "dump_catalog",
+    "efa_environment",
+    "encode_hyperparameters",
+    "get_instance_type",
+    "load_catalog",
+    "make_job_name",
+    "metric_regex",
+    "output_s3_uri",
+    "render_create_training_job",
+    "request_hash",
+    "shipped_catalog",
+    "validate_job_name",
+    "validate_submit",
+    "validate_template",
+]

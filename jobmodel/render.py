@@ -1,0 +1,258 @@
+"""The renderer: a validated request plus its template become ``CreateTrainingJob`` kwargs.
+
+Nothing here calls AWS; the output is the exact keyword arguments for boto3's
+``sagemaker.create_training_job``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from . import _rules as R
+from .errors import TemplateError, ValidationError
+from .instances import INSTANCE_TYPES, efa_environment
+from .platform import PlatformConfig
+from .request import SubmitRequest, validate_job_name
+from .templates import TemplateSpec
+
+__all__ = [
+    "CHECKPOINT_LOCAL_PATH",
+    "TENSORBOARD_LOCAL_PATH",
+    "checkpoint_s3_uri",
+    "encode_hyperparameters",
+    "make_job_name",
+    "metric_regex",
+    "output_s3_uri",
+    "render_create_training_job",
+    "request_hash",
+]
+
+CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+TENSORBOARD_LOCAL_PATH = "/opt/ml/output/tensorboard"
+CONTAINER_LOG_LEVEL = 20
+_NAME_SUFFIX_LEN = len("-YYYYMMDD-HHMM-xxxx")
+_MAX_PREFIX_LEN = 63 - _NAME_SUFFIX_LEN
+_HEX = frozenset("0123456789abcdef")
+_METRIC_VALUE_RE = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
+
+
+def make_job_name(prefix: str, *, now: datetime, rand_hex: str) -> str:
+    """``<prefix>-YYYYMMDD-HHMM-xxxx``: a valid, unique-enough SageMaker job name.
+
+    The prefix is sanitised (runs outside ``[a-zA-Z0-9-]`` become one ``-``, edge
+    dashes dropped) and cut so the name fits 63 characters; ``now`` is taken in
+    UTC (a naive datetime is read as UTC); ``rand_hex`` is 4 hex digits.
+    """
+    if type(prefix) is not str:
+        raise ValidationError("job_name", "job_name must be a string")
+    clean = R.sanitize_job_prefix(prefix)
+    if not clean:
+        raise ValidationError(
+            "job_name", f"job_name must contain a letter or digit, got {R.show(prefix)}"
+        )
+    suffix = rand_hex.lower()
+    if len(suffix) != 4 or not _HEX.issuperset(suffix):
+        raise ValueError(f"rand_hex must be 4 hex digits, got {rand_hex!r}")
+    if now.tzinfo is not None:
+        now = now.astimezone(UTC)
+    clean = clean[:_MAX_PREFIX_LEN].rstrip("-")
+    stamp = f"{now.year:04d}{now.month:02d}{now.day:02d}-{now.hour:02d}{now.minute:02d}"
+    return f"{clean}-{stamp}-{suffix}"
+
+
+def metric_regex(name: str) -> str:
+    """The metric definition regex for ``name`` (the ``ftl_metric`` line in docs/DECISIONS.md)."""
+    if type(name) is not str or R.METRIC_NAME_RE.fullmatch(name) is None:
+        raise ValueError(f"metric name must match [a-z0-9_]+, got {name!r}")
+    return f"ftl_metric name={name} value={_METRIC_VALUE_RE}"
+
+
+def encode_hyperparameters(d: Mapping[str, Any]) -> dict[str, str]:
+    """Every value JSON-encoded (``json.dumps``), as SageMaker SDK v2 does; the toolkit decodes."""
+    dumps = json.dumps
+    return {str(k): dumps(v) for k, v in d.items()}
+
+
+def checkpoint_s3_uri(platform: PlatformConfig, job_name: str) -> str:
+    """Where a job's checkpoints live: ``s3://<checkpoint bucket>/<job name>/``."""
+    return f"s3://{platform.checkpoint_bucket}/{job_name}/"
+
+
+def output_s3_uri(platform: PlatformConfig, job_name: str) -> str:
+    """Where SageMaker writes a job's output: ``s3://<artifact bucket>/<job name>/``."""
+    return f"s3://{platform.artifact_bucket}/{job_name}/"
+
+
+def _hyperparameters(
+    req: SubmitRequest, template: TemplateSpec, platform: PlatformConfig, job_name: str
+) -> dict[str, str]:
+    hp: dict[str, Any] = dict(template.hyperparameters)
+    hp.update(req.hyperparameters)
+    hp["sagemaker_program"] = template.entry_point
+    hp["sagemaker_submit_directory"] = platform.source_s3_uri
+    hp["sagemaker_container_log_level"] = CONTAINER_LOG_LEVEL
+    hp["sagemaker_job_name"] = job_name
+    hp["sagemaker_region"] = platform.region
+    dist = template.distribution
+    kind = dist.kind
+    if kind == "torchrun":
+        hp["sagemaker_torch_distributed_enabled"] = True
+        hp["sagemaker_instance_type"] = req.instance_type
+    elif kind == "smddp":
+        hp["sagemaker_distributed_dataparallel_enabled"] = True
+        hp["sagemaker_instance_type"] = req.instance_type
+        hp["sagemaker_distributed_dataparallel_custom_mpi_options"] = dist.custom_mpi_options
+    elif kind in ("mpi", "smp"):
+        if kind == "smp":
+            hp["mp_parameters"] = dict(dist.mp_parameters or {})
+        hp["sagemaker_mpi_enabled"] = True
+        hp["sagemaker_mpi_num_of_processes_per_host"] = dist.processes_per_host
+        hp["sagemaker_mpi_custom_mpi_options"] = dist.custom_mpi_options
+    return encode_hyperparameters(hp)
+
+
+def _tags(
+    req: SubmitRequest, template: TemplateSpec, platform: PlatformConfig, requested_by: str | None
+) -> list[dict[str, str]]:
+    merged: dict[str, str] = dict(platform.platform_tags)
+    merged.update(template.tags)
+    merged.update(req.tags)
+    merged[platform.platform_tag_key] = platform.platform_name
+    merged["ftl:template"] = template.name
+    if req.client_token:
+        merged["ftl:client-token"] = req.client_token
+    if requested_by:
+        who = R.sanitize_tag_value(requested_by)
+        if who:
+            merged["ftl:requested-by"] = who
+    return [{"Key": k, "Value": v} for k, v in merged.items()]
+
+
+def render_create_training_job(
+    req: SubmitRequest,
+    template: TemplateSpec,
+    platform: PlatformConfig,
+    *,
+    job_name: str,
+    requested_by: str | None = None,
+) -> dict[str, Any]:
+    """The complete ``create_training_job`` kwargs for ``req`` on ``template``.
+
+    ``req`` must come from ``validate_submit`` against the same template; the
+    template must have its image resolved (``TemplateError`` rule ``image`` if not).
+    """
+    validate_job_name(job_name)
+    image = template.image_uri
+    if not image:
+        raise TemplateError(
+            template.name, "image", "image_uri is not resolved; cannot render a job"
+        )
+    itype = INSTANCE_TYPES[req.instance_type]
+    artifact = platform.artifact_bucket
+    input_mode = template.input_mode
+
+    algorithm: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": input_mode}
+    if template.metrics:
+        algorithm["MetricDefinitions"] = [
+            {"Name": m, "Regex": metric_regex(m)} for m in template.metrics
+        ]
+    algorithm["EnableSageMakerMetricsTimeSeries"] = True
+
+    out: dict[str, Any] = {
+        "TrainingJobName": job_name,
+        "AlgorithmSpecification": algorithm,
+        "HyperParameters": _hyperparameters(req, template, platform, job_name),
+        "RoleArn": platform.role_arn,
+    }
+
+    channels = template.channels
+    input_config = []
+    for name, uri in req.inputs.items():
+        channel = channels[name]
+        entry: dict[str, Any] = {
+            "ChannelName": name,
+            "DataSource": {
+                "S3DataSource": {
+                    "S3DataType": "S3Prefix",
+                    "S3Uri": uri,
+                    "S3DataDistributionType": channel.distribution,
+                }
+            },
+            "InputMode": input_mode,
+        }
+        if channel.content_type:
+            entry["ContentType"] = channel.content_type
+        input_config.append(entry)
+    if input_config:
+        out["InputDataConfig"] = input_config
+
+    output_config: dict[str, Any] = {"S3OutputPath": f"s3://{artifact}/"}
+    if platform.kms_key_arn:
+        output_config["KmsKeyId"] = platform.kms_key_arn
+    out["OutputDataConfig"] = output_config
+
+    resources: dict[str, Any] = {
+        "InstanceType": req.instance_type,
+        "InstanceCount": req.instance_count,
+        "VolumeSizeInGB": template.volume_size_gb,
+    }
+    if platform.kms_key_arn and not itype.local_nvme:
+        resources["VolumeKmsKeyId"] = platform.kms_key_arn
+    if template.keep_alive_seconds > 0 and not req.spot:
+        resources["KeepAlivePeriodInSeconds"] = template.keep_alive_seconds
+    out["ResourceConfig"] = resources
+
+    if platform.subnets:
+        out["VpcConfig"] = {
+            "SecurityGroupIds": list(platform.security_groups),
+            "Subnets": list(platform.subnets),
+        }
+
+    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": req.max_runtime_seconds}
+    if req.spot:
+        wait = req.max_wait_seconds
+        if wait is None:
+            wait = max(template.max_wait_seconds, req.max_runtime_seconds)
+        stopping["MaxWaitTimeInSeconds"] = wait
+    out["StoppingCondition"] = stopping
+    out["EnableManagedSpotTraining"] = req.spot
+
+    if template.checkpoint:
+        out["CheckpointConfig"] = {
+            "S3Uri": checkpoint_s3_uri(platform, job_name),
+            "LocalPath": CHECKPOINT_LOCAL_PATH,
+        }
+    out["EnableNetworkIsolation"] = template.network_isolation
+    out["EnableInterContainerTrafficEncryption"] = template.inter_container_encryption
+
+    environment = efa_environment(itype)
+    environment.update(template.environment)
+    if environment:
+        out["Environment"] = environment
+
+    if template.retry_attempts > 0:
+        out["RetryStrategy"] = {"MaximumRetryAttempts": template.retry_attempts}
+    if template.tensorboard:
+        out["TensorBoardOutputConfig"] = {
+            "S3OutputPath": f"s3://{artifact}/{job_name}/tensorboard/",
+            "LocalPath": TENSORBOARD_LOCAL_PATH,
+        }
+    if template.debugger:
+        out["DebugHookConfig"] = {"S3OutputPath": f"s3://{artifact}/{job_name}/debug/"}
+    if template.profiler:
+        out["ProfilerConfig"] = {"S3OutputPath": f"s3://{artifact}/{job_name}/profiler/"}
+    else:
+        out["ProfilerConfig"] = {"DisableProfiler": True}
+
+    out["Tags"] = _tags(req, template, platform, requested_by)
+    return out
+
+
+def request_hash(rendered: Mapping[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of a rendered request (sorted keys, compact)."""
+    canonical = json.dumps(rendered, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()

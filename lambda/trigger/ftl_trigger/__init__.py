@@ -1,0 +1,1 @@
+"""The trigger Lambda's internals: doors, runtime wiring, the launcher and the ledger."""

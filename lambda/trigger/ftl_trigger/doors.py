@@ -1,0 +1,150 @@
+"""The two doors: a direct Invoke event, or an HTTP API (payload format 2.0) event.
+
+Both become one :class:`Call`; results and errors go back in the door's own shape.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ftl_trigger.errors import HTTP_STATUS, UpstreamError
+from jobmodel import JobModelError, NotFound, ValidationError
+
+ACTIONS = ("submit", "describe", "stop", "list", "templates")
+MAX_BODY_BYTES = 64 * 1024
+DIRECT_INVOKE = "direct-invoke"
+
+
+@dataclass(frozen=True)
+class Call:
+    action: str
+    params: dict[str, Any]
+    requested_by: str
+    http: bool = False
+
+
+def is_http(event: Any) -> bool:
+    return (
+        isinstance(event, dict)
+        and event.get("version") == "2.0"
+        and isinstance(event.get("requestContext"), dict)
+        and isinstance(event["requestContext"].get("http"), dict)
+    )
+
+
+def parse(event: Any) -> Call:
+    if is_http(event):
+        return _parse_http(event)
+    return _parse_direct(event)
+
+
+def _parse_direct(event: Any) -> Call:
+    if not isinstance(event, dict):
+        raise ValidationError("request", "the request must be a JSON object")
+    params = dict(event)
+    action = params.pop("action", "submit")
+    if action not in ACTIONS:
+        raise ValidationError(
+            "action", f"action must be one of {', '.join(ACTIONS)}, got {_show(action)}"
+        )
+    return Call(action=action, params=params, requested_by=DIRECT_INVOKE)
+
+
+def _parse_http(event: dict[str, Any]) -> Call:
+    ctx = event["requestContext"]
+    method = str(ctx["http"].get("method", "")).upper()
+    path = str(event.get("rawPath") or ctx["http"].get("path") or "")
+    parts = [p for p in path.split("/") if p]
+    stage = ctx.get("stage")
+    if stage and stage != "$default" and parts and parts[0] == stage:
+        parts = parts[1:]
+    caller = _http_caller(ctx)
+
+    if parts == ["jobs"] and method == "POST":
+        body = _json_body(event)
+        if "action" in body:
+            raise ValidationError(
+                "action", "action is not allowed in an HTTP body; the route chooses it"
+            )
+        return Call("submit", body, caller, http=True)
+    if parts == ["jobs"] and method == "GET":
+        query = dict(event.get("queryStringParameters") or {})
+        if "limit" in query:
+            query["limit"] = _int_param("limit", query["limit"])
+        return Call("list", query, caller, http=True)
+    if parts == ["templates"] and method == "GET":
+        return Call("templates", {}, caller, http=True)
+    if len(parts) == 2 and parts[0] == "jobs" and method == "GET":
+        return Call("describe", {"job_name": parts[1]}, caller, http=True)
+    if len(parts) == 3 and parts[0] == "jobs" and parts[2] == "stop" and method == "POST":
+        return Call("stop", {"job_name": parts[1]}, caller, http=True)
+    raise NotFound(f"no route for {method} /{'/'.join(parts)}", field="path")
+
+
+def _http_caller(ctx: dict[str, Any]) -> str:
+    iam = (ctx.get("authorizer") or {}).get("iam") or {}
+    return str(iam.get("userArn") or iam.get("callerId") or "unknown-http-caller")
+
+
+def _json_body(event: dict[str, Any]) -> dict[str, Any]:
+    raw = event.get("body")
+    if raw is None or raw == "":
+        raise ValidationError("body", "the request body must be a JSON object, got nothing")
+    if not isinstance(raw, str):
+        raise ValidationError("body", "the request body must be a JSON object")
+    if event.get("isBase64Encoded"):
+        try:
+            raw = base64.b64decode(raw, validate=True).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            raise ValidationError("body", "the request body is not valid base64 UTF-8") from None
+    if len(raw.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES:
+        raise ValidationError("body", f"the request body must be at most {MAX_BODY_BYTES} bytes")
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ValidationError("body", "the request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise ValidationError("body", "the request body must be a JSON object")
+    return body
+
+
+def _int_param(name: str, value: str) -> int:
+    if not value.isdigit():
+        raise ValidationError(name, f"{name} must be a whole number, got {_show(value)}")
+    return int(value)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def internal_error(request_id: str) -> UpstreamError:
+    return UpstreamError(
+        f"internal error in the launcher (request {request_id}); nothing was started"
+    )
+
+
+def success_response(call: Call, result: Any, *, created: bool = False) -> dict[str, Any]:
+    """The result as the door expects it; HTTP says 201 for a new job, 200 otherwise."""
+    if not call.http:
+        return result
+    return _http(201 if created else 200, result)
+
+
+def error_response(event: Any, err: JobModelError) -> dict[str, Any]:
+    body = err.to_dict()
+    if is_http(event):
+        return _http(HTTP_STATUS.get(err.type, 500), body)
+    return body
+
+
+def _http(status: int, body: Any) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"content-type": "application/json"},
+        "body": json.dumps(body, separators=(",", ":"), ensure_ascii=False),
+    }

@@ -1,0 +1,31 @@
+"""The contract's error types that come from AWS rather than from the request."""
+
+from __future__ import annotations
+
+from jobmodel import JobModelError
+
+
+class Conflict(JobModelError):
+    type = "Conflict"
+
+
+class Throttled(JobModelError):
+    type = "Throttled"
+
+
+class CapacityError(JobModelError):
+    type = "CapacityError"
+
+
+class UpstreamError(JobModelError):
+    type = "UpstreamError"
+
+
+HTTP_STATUS = {
+    "ValidationError": 400,
+    "NotFound": 404,
+    "Conflict": 409,
+    "Throttled": 429,
+    "CapacityError": 503,
+    "UpstreamError": 502,
+}

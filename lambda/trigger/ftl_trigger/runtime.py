@@ -1,0 +1,67 @@
+"""Everything the launcher needs from its container, built once: config, catalog, clients."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from jobmodel import PlatformConfig, TemplateSpec, load_catalog
+
+# Explicit retries (boto3's default mode is still "legacy"): standard mode retries throttling
+# and 5xx with backoff and does not retry ResourceLimitExceeded.
+SAGEMAKER_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 5},
+    connect_timeout=5,
+    read_timeout=20,
+)
+DYNAMODB_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 4},
+    connect_timeout=3,
+    read_timeout=10,
+)
+
+DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "catalog.json"
+
+
+@dataclass
+class Runtime:
+    platform: PlatformConfig
+    catalog: Mapping[str, TemplateSpec]
+    table_name: str
+    sagemaker: Any
+    dynamodb: Any
+    now: Callable[[], datetime]
+    random_hex: Callable[[], str]
+    console_base: str
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
+        env = os.environ if env is None else env
+        platform = PlatformConfig.from_env(env)
+        catalog_path = Path(env.get("FTL_CATALOG_PATH") or DEFAULT_CATALOG)
+        catalog = load_catalog(catalog_path)
+        table = env.get("FTL_JOB_TABLE")
+        if not table:
+            raise ValueError("environment variable FTL_JOB_TABLE is required")
+        session = boto3.session.Session(region_name=platform.region)
+        return cls(
+            platform=platform,
+            catalog=catalog,
+            table_name=table,
+            sagemaker=session.client("sagemaker", config=SAGEMAKER_CONFIG),
+            dynamodb=session.client("dynamodb", config=DYNAMODB_CONFIG),
+            now=lambda: datetime.now(UTC),
+            random_hex=lambda: secrets.token_hex(2),
+            console_base=(
+                f"https://{platform.region}.console.aws.amazon.com/sagemaker/home"
+                f"?region={platform.region}#/jobs/"
+            ),
+        )

@@ -1,0 +1,38 @@
+"""Trigger Lambda entry point: both doors (direct Invoke and the HTTP API) in one handler.
+
+The handler parses the door, calls the launcher, and turns every failure into the contract's
+error object. Clients and the catalog are loaded once per container, at import.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ftl_trigger import doors
+from ftl_trigger.runtime import Runtime
+from ftl_trigger.service import Launcher
+from jobmodel import JobModelError
+
+LOG = logging.getLogger("ftl.trigger")
+LOG.setLevel(logging.INFO)
+
+RUNTIME = Runtime.from_environment()
+LAUNCHER = Launcher(RUNTIME)
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    request_id = getattr(context, "aws_request_id", "local")
+    try:
+        call = doors.parse(event)
+    except JobModelError as err:
+        return doors.error_response(event, err)
+    try:
+        result, created = LAUNCHER.dispatch(call)
+    except JobModelError as err:
+        LOG.info("rejected %s: %s %s", call.action, err.type, err.message)
+        return doors.error_response(event, err)
+    except Exception:  # the contract promises an error object, never a stack trace
+        LOG.exception("unexpected failure in %s (request %s)", call.action, request_id)
+        return doors.error_response(event, doors.internal_error(request_id))
+    return doors.success_response(call, result, created=created)

@@ -1,0 +1,64 @@
+"""Templates, the job launcher, its HTTP API and job events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from ftl_constructs.job_events import JobEvents
+from ftl_constructs.job_template import TrainingJobTemplate, catalog_specs
+from ftl_constructs.launcher import JobLauncher
+from ftl_constructs.settings import PlatformSettings, retention_days
+from stacks.foundation_stack import FoundationStack
+
+
+class LauncherStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        settings: PlatformSettings,
+        foundation: FoundationStack,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id, **kwargs)
+        retention = retention_days(settings.log_retention_days)
+        templates = [
+            TrainingJobTemplate(self, f"Template-{spec.name}", spec=spec)
+            for spec in catalog_specs(settings.catalog_file)
+        ]
+        network = foundation.network
+        self.launcher = JobLauncher(
+            self,
+            "Launcher",
+            platform_name=settings.name,
+            templates=templates,
+            training_role=foundation.training_role,
+            data_bucket=foundation.data_bucket,
+            checkpoint_bucket=foundation.checkpoint_bucket,
+            artifact_bucket=foundation.artifact_bucket,
+            encryption_key=foundation.key,
+            subnets=network.subnets if network else (),
+            security_group=network.security_group if network else None,
+            extra_input_buckets=settings.extra_input_buckets,
+            platform_tags=settings.tags,
+            log_retention=retention,
+            api_settings=settings.api,
+        )
+        self.events = JobEvents(
+            self,
+            "JobEvents",
+            table=self.launcher.table,
+            training_role=foundation.training_role.role,
+            encryption_key=foundation.key,
+            log_retention=retention,
+        )
+
+        CfnOutput(self, "TriggerFunctionName", value=self.launcher.function.function_name)
+        CfnOutput(self, "TriggerFunctionArn", value=self.launcher.function.function_arn)
+        CfnOutput(self, "JobApiUrl", value=self.launcher.api_url)
+        CfnOutput(self, "JobTableName", value=self.launcher.table.table_name)
+        CfnOutput(self, "JobEventsTopicArn", value=self.events.topic.topic_arn)
