@@ -1,21 +1,90 @@
-"""`make demo`: deploy the platform into a local moto sandbox and print what it created."""
+"""`make demo`: deploy the platform into a local moto sandbox and start the BERT-large job.
+
+Everything runs on this machine: moto's server on localhost, the pinned CDK CLI, and the
+deployed trigger code invoked with its deployed configuration.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
-from sandbox.deploy import deploy
+import boto3
+
+from sandbox.deploy import deploy, sandbox_env
+from sandbox.runner import DeployedFunction
 from sandbox.server import Sandbox
+
+REQUEST = {
+    "template": "bert-large-qa",
+    "job_name": "squad-demo",
+    "hyperparameters": {"learning_rate": 3e-5, "num_train_epochs": 2},
+    "instance_count": 2,
+    "tags": {"team": "nlp"},
+    "client_token": "demo-squad-1",
+}
 
 
 def main() -> int:
     with Sandbox() as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
+        os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         outputs = deploy(sandbox.endpoint)
         timings = deploy.timings  # type: ignore[attr-defined]
         print(f"bootstrap {timings['bootstrap_s']:.1f}s, deploy {timings['deploy_s']:.1f}s")
         print(json.dumps(outputs, indent=2))
+        flat = {k: v for stack in outputs.values() for k, v in stack.items()}
+
+        trigger = DeployedFunction(sandbox.endpoint, flat["TriggerFunctionName"])
+        print(f"\nsubmit -> {flat['TriggerFunctionName']}:\n{json.dumps(REQUEST, indent=2)}")
+        job = trigger(REQUEST)
+        if "error" in job:
+            print(json.dumps(job, indent=2))
+            return 1
+        print(json.dumps(job, indent=2))
+
+        kwargs = {"endpoint_url": sandbox.endpoint, "region_name": "us-east-1"}
+        described = boto3.client("sagemaker", **kwargs).describe_training_job(
+            TrainingJobName=job["job_name"]
+        )
+        ledger = boto3.client("dynamodb", **kwargs).get_item(
+            TableName=flat["JobTableName"], Key={"pk": {"S": f"job#{job['job_name']}"}}
+        )["Item"]
+        # moto keeps no Environment or RetryStrategy; the ledger holds the exact request sent.
+        sent = json.loads(ledger["rendered"]["S"])
+        hp = described["HyperParameters"]
+        distribution = [
+            k
+            for k in (
+                "sagemaker_distributed_dataparallel_enabled",
+                "sagemaker_torch_distributed_enabled",
+                "sagemaker_mpi_enabled",
+                "mp_parameters",
+            )
+            if k in hp
+        ]
+        print("\nthe training job, read back from SageMaker (moto) and the job ledger:")
+        rows = [
+            ("job", described["TrainingJobName"]),
+            ("instance type", described["ResourceConfig"]["InstanceType"]),
+            ("instance count", described["ResourceConfig"]["InstanceCount"]),
+            ("managed spot", described["EnableManagedSpotTraining"]),
+            (
+                "max run / max wait",
+                f"{described['StoppingCondition']['MaxRuntimeInSeconds']}s / "
+                f"{described['StoppingCondition']['MaxWaitTimeInSeconds']}s",
+            ),
+            ("checkpoint URI", described["CheckpointConfig"]["S3Uri"]),
+            ("distribution", ", ".join(f"{k}={hp[k]}" for k in distribution)),
+            ("EFA environment", json.dumps(sent.get("Environment", {}))),
+            ("retry strategy", json.dumps(sent.get("RetryStrategy"))),
+            ("image", described["AlgorithmSpecification"]["TrainingImage"]),
+            ("requested by", ledger["requested_by"]["S"]),
+        ]
+        width = max(len(k) for k, _ in rows)
+        for key, value in rows:
+            print(f"  {key:<{width}}  {value}")
     return 0
 
 

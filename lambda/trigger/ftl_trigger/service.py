@@ -77,7 +77,7 @@ class Launcher:
         req = validate_submit(params, self.rt.catalog, self.rt.platform)
         fingerprint = req.fingerprint()
         if req.client_token is not None:
-            existing = self.ledger.get_token(req.client_token)
+            existing = self._ledger_call(self.ledger.get_token, req.client_token)
             if existing is not None:
                 return self._replay(existing, fingerprint), False
 
@@ -122,7 +122,7 @@ class Launcher:
             except NameTaken:
                 continue  # a random suffix collided; draw another name
             except TokenTaken:
-                existing = self.ledger.get_token(req.client_token)
+                existing = self._ledger_call(self.ledger.get_token, req.client_token)
                 if existing is None:  # the winner failed to start and freed the token
                     continue
                 return self._replay(existing, fingerprint), False

@@ -1,0 +1,144 @@
+"""Load Lambda handlers by path (``lambda`` is a keyword) and call them like Lambda does."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import boto3
+
+from jobmodel import dump_catalog, shipped_catalog
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_IMAGE = (
+    "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
+    "2.5.1-transformers4.49.0-gpu-py311-cu124-ubuntu22.04"
+)
+ACCOUNT = "123456789012"
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/ftl-training"
+KEY_ARN = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
+
+
+@dataclass
+class FakeContext:
+    function_name: str = "ftl-trigger"
+    memory_limit_in_mb: int = 512
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    invoked_function_arn: str = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:ftl-trigger"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def load_handler(code_dir: Path, monkeypatch: Any, env: dict[str, str]) -> ModuleType:
+    """Import ``code_dir/handler.py`` fresh, with ``env`` set, as Lambda would on cold start."""
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    for name in list(sys.modules):
+        if name == "handler" or name.startswith("ftl_trigger"):
+            del sys.modules[name]
+    monkeypatch.syspath_prepend(str(code_dir))
+    spec = importlib.util.spec_from_file_location("handler", code_dir / "handler.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["handler"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_catalog(path: Path) -> Path:
+    """The shipped catalog with a fixed image, as the synth step would write it."""
+    specs = [s.with_image(FAKE_IMAGE) for s in shipped_catalog().values()]
+    path.write_text(json.dumps(dump_catalog(specs)))
+    return path
+
+
+def create_ledger_table(dynamodb: Any, name: str) -> None:
+    """The ledger's key schema, as ftl_constructs.launcher defines it."""
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": a, "AttributeType": "S"} for a in ("pk", "gsi_pk", "gsi_sk")
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by-created",
+                "KeySchema": [
+                    {"AttributeName": "gsi_pk", "KeyType": "HASH"},
+                    {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+
+
+def trigger_env(endpoint: str, tmp: Path, *, table: str = "ftl-jobs") -> dict[str, str]:
+    return {
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "FTL_PLATFORM_NAME": "ftl",
+        "FTL_REGION": "us-east-1",
+        "FTL_ROLE_ARN": ROLE_ARN,
+        "FTL_DATA_BUCKET": "ftl-data",
+        "FTL_CHECKPOINT_BUCKET": "ftl-checkpoints",
+        "FTL_ARTIFACT_BUCKET": "ftl-artifacts",
+        "FTL_KMS_KEY_ARN": KEY_ARN,
+        "FTL_SOURCE_S3_URI": "s3://cdk-assets/sourcedir.tar.gz",
+        "FTL_JOB_TABLE": table,
+        "FTL_PLATFORM_TAGS": json.dumps({"project": "fine-tuning-platform"}),
+        "FTL_CATALOG_PATH": str(write_catalog(tmp / "catalog.json")),
+    }
+
+
+def client(service: str, endpoint: str) -> Any:
+    return boto3.client(
+        service,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def http_event(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    query: dict | None = None,
+    user_arn: str = f"arn:aws:iam::{ACCOUNT}:user/data-scientist",
+) -> dict[str, Any]:
+    """An HTTP API (payload format 2.0) event, as API Gateway sends it after IAM auth."""
+    return {
+        "version": "2.0",
+        "routeKey": f"{method} {path}",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json"},
+        "queryStringParameters": query,
+        "requestContext": {
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "127.0.0.1",
+                "userAgent": "test",
+            },
+            "authorizer": {
+                "iam": {"userArn": user_arn, "accountId": ACCOUNT, "callerId": "AIDAEXAMPLE"}
+            },
+            "stage": "$default",
+            "requestId": str(uuid.uuid4()),
+        },
+        "body": None if body is None else (body if isinstance(body, str) else json.dumps(body)),
+        "isBase64Encoded": False,
+    }

@@ -1,0 +1,118 @@
+"""The deployed launcher, end to end: the deployed trigger code with the deployed settings
+starts a job from every shipped template through both doors, and the jobs read back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sandbox.runner import DeployedFunction
+from tests.lambda_support import http_event
+
+SHIPPED = [
+    "bert-large-qa",
+    "roberta-large-mnli-mp",
+    "distilbert-spot",
+    "distilbert-multilingual-sentiment",
+    "albert-mlm-pretrain",
+    "gpt-tp-sharded",
+]
+
+
+@pytest.fixture(scope="module")
+def trigger(deployed):
+    return DeployedFunction(deployed.endpoint, deployed.output("TriggerFunctionName"))
+
+
+def test_deployed_configuration_points_at_the_deployed_resources(deployed, trigger):
+    env = trigger.environment
+    assert env["FTL_DATA_BUCKET"] == deployed.output("DataBucketName")
+    assert env["FTL_ROLE_ARN"] == deployed.output("TrainingRoleArn")
+    assert env["FTL_JOB_TABLE"] == deployed.output("JobTableName")
+    assert env["FTL_SOURCE_S3_URI"].startswith("s3://cdk-hnb659fds-assets-")
+    source = env["FTL_SOURCE_S3_URI"][5:].split("/", 1)
+    head = deployed.client("s3").head_object(Bucket=source[0], Key=source[1])
+    assert head["ContentLength"] > 0, "the training source archive was uploaded"
+
+
+def test_templates_are_the_shipped_catalog_with_resolved_images(trigger):
+    assert [t["name"] for t in trigger({"action": "templates"})["templates"]] == SHIPPED
+    specs = trigger.module.RUNTIME.catalog
+    for spec in specs.values():
+        assert spec.image_uri.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/")
+
+
+@pytest.mark.parametrize("template", SHIPPED)
+def test_every_shipped_template_starts_a_job_that_reads_back(deployed, trigger, template):
+    resp = trigger(
+        {
+            "template": template,
+            "job_name": f"sbx-{template}"[:40],
+            "client_token": f"sandbox-{template}",
+            "tags": {"team": "nlp"},
+        }
+    )
+    assert "error" not in resp, resp
+    sm = deployed.client("sagemaker")
+    job = sm.describe_training_job(TrainingJobName=resp["job_name"])
+    assert job["EnableManagedSpotTraining"] is True
+    assert job["RoleArn"] == deployed.output("TrainingRoleArn")
+    bucket = deployed.output("CheckpointBucketName")
+    assert job["CheckpointConfig"]["S3Uri"] == f"s3://{bucket}/{resp['job_name']}/"
+    assert job["OutputDataConfig"]["KmsKeyId"] == deployed.output("PlatformKeyArn")
+    assert job["HyperParameters"]["sagemaker_submit_directory"] == json.dumps(
+        trigger.environment["FTL_SOURCE_S3_URI"]
+    )
+    tags = {t["Key"]: t["Value"] for t in sm.list_tags(ResourceArn=job["TrainingJobArn"])["Tags"]}
+    assert tags["ftl:platform"] == "ftl" and tags["team"] == "nlp"
+    ledger = deployed.client("dynamodb").get_item(
+        TableName=deployed.output("JobTableName"), Key={"pk": {"S": f"job#{resp['job_name']}"}}
+    )["Item"]
+    assert ledger["status"]["S"] == "InProgress"
+
+
+def test_http_door_submit_describe_list(deployed, trigger):
+    resp = trigger(
+        http_event("POST", "/jobs", {"template": "distilbert-spot", "job_name": "sbx-http"})
+    )
+    assert resp["statusCode"] == 201, resp
+    name = json.loads(resp["body"])["job_name"]
+    described = json.loads(trigger(http_event("GET", f"/jobs/{name}"))["body"])
+    assert described["requested_by"].endswith(":user/data-scientist")
+    listed = json.loads(trigger(http_event("GET", "/jobs"))["body"])["jobs"]
+    assert name in [j["job_name"] for j in listed]
+
+
+def test_bad_request_through_the_deployed_code_leaves_nothing(deployed, trigger):
+    table = deployed.output("JobTableName")
+    before = deployed.client("dynamodb").scan(TableName=table)["Count"]
+    resp = trigger({"template": "bert-large-qa", "instance_count": 40})
+    assert resp["error"]["field"] == "instance_count"
+    assert deployed.client("dynamodb").scan(TableName=table)["Count"] == before
+
+
+def test_deployed_job_events_handler_updates_the_ledger(deployed, trigger):
+    name = trigger({"template": "distilbert-spot", "job_name": "sbx-events"})["job_name"]
+    fn_name = next(
+        f["FunctionName"]
+        for f in deployed.client("lambda").list_functions()["Functions"]
+        if "JobEventsHandler" in f["FunctionName"]
+    )
+    handler = DeployedFunction(deployed.endpoint, fn_name)
+    result = handler(
+        {
+            "source": "aws.sagemaker",
+            "detail-type": "SageMaker Training Job State Change",
+            "detail": {
+                "TrainingJobName": name,
+                "TrainingJobStatus": "Completed",
+                "EnableManagedSpotTraining": True,
+                "BillableTimeInSeconds": 300,
+                "TrainingTimeInSeconds": 1000,
+            },
+        }
+    )
+    assert result["updated"] is True and result["spot_savings_percent"] == 70.0
+    described = trigger({"action": "describe", "job_name": name})
+    assert described["status"] == "Completed" and described["spot_savings_percent"] == 70.0

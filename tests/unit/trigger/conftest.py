@@ -1,0 +1,63 @@
+"""A moto server on localhost for the launcher's runtime tests, and a fresh launcher per test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from sandbox.server import Sandbox
+from tests.lambda_support import ROOT, client, create_ledger_table, load_handler, trigger_env
+
+TRIGGER_DIR = ROOT / "lambda" / "trigger"
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    with Sandbox() as sandbox:
+        yield sandbox.endpoint
+
+
+class Launcher:
+    """The trigger handler loaded against moto, with helpers to read what it did."""
+
+    def __init__(self, module, endpoint: str, table: str) -> None:
+        self.module = module
+        self.endpoint = endpoint
+        self.table = table
+        self.sagemaker = client("sagemaker", endpoint)
+        self.dynamodb = client("dynamodb", endpoint)
+
+    def __call__(self, event):
+        from tests.lambda_support import FakeContext
+
+        return self.module.handler(event, FakeContext())
+
+    def ledger_items(self) -> list[dict]:
+        return self.dynamodb.scan(TableName=self.table, ConsistentRead=True)["Items"]
+
+    def jobs_named(self, prefix: str) -> list[str]:
+        names = [
+            j["TrainingJobName"]
+            for j in self.sagemaker.list_training_jobs(MaxResults=100, NameContains=prefix)[
+                "TrainingJobSummaries"
+            ]
+        ]
+        return [n for n in names if n.startswith(prefix)]
+
+
+@pytest.fixture
+def launcher(moto_endpoint, monkeypatch, tmp_path) -> Launcher:
+    table = f"ftl-jobs-{uuid.uuid4().hex[:8]}"
+    create_ledger_table(client("dynamodb", moto_endpoint), table)
+    module = load_handler(
+        TRIGGER_DIR, monkeypatch, trigger_env(moto_endpoint, tmp_path, table=table)
+    )
+    return Launcher(module, moto_endpoint, table)
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A job-name prefix unique to the test, so jobs in the shared moto server don't mix."""
+    return f"t{uuid.uuid4().hex[:10]}"
