@@ -1,7 +1,8 @@
 """`make demo`: deploy the platform into a local moto sandbox and start the BERT-large job.
 
-Everything runs on this machine: moto's server on localhost, the pinned CDK CLI, and the
-deployed trigger code invoked with its deployed configuration.
+Everything runs on this machine: moto's server on localhost, the pinned CDK CLI, and a real
+Lambda Invoke of the deployed trigger (the sandbox runs the deployed zip with the deployed
+configuration, since moto needs Docker to run Lambda code).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import sys
 import boto3
 
 from sandbox.deploy import deploy, sandbox_env
-from sandbox.runner import DeployedFunction
 from sandbox.server import Sandbox
 
 REQUEST = {
@@ -36,9 +36,11 @@ def main() -> int:
         print(json.dumps(outputs, indent=2))
         flat = {k: v for stack in outputs.values() for k, v in stack.items()}
 
-        trigger = DeployedFunction(sandbox.endpoint, flat["TriggerFunctionName"])
-        print(f"\nsubmit -> {flat['TriggerFunctionName']}:\n{json.dumps(REQUEST, indent=2)}")
-        job = trigger(REQUEST)
+        print(f"\nlambda invoke {flat['TriggerFunctionName']}:\n{json.dumps(REQUEST, indent=2)}")
+        reply = boto3.client("lambda").invoke(
+            FunctionName=flat["TriggerFunctionName"], Payload=json.dumps(REQUEST).encode()
+        )
+        job = json.loads(reply["Payload"].read())
         if "error" in job:
             print(json.dumps(job, indent=2))
             return 1

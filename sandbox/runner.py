@@ -64,6 +64,16 @@ class DeployedFunction:
         return self._handler(event, Context(self.name))
 
 
+def load_zip_handler(code: bytes, handler: str, env: dict[str, str]) -> Any:
+    """Unpack a function's zip, import its handler module with ``env`` set, return the handler."""
+    code_dir = Path(tempfile.mkdtemp(prefix="sandbox-lambda-"))
+    with zipfile.ZipFile(io.BytesIO(code)) as archive:
+        archive.extractall(code_dir)
+    os.environ.update(env)
+    module_name, _, function = handler.partition(".")
+    return getattr(_import(code_dir, module_name), function)
+
+
 def _import(code_dir: Path, module_name: str) -> ModuleType:
     # Each function gets a clean import of its own modules from its own folder.
     for name in list(sys.modules):

@@ -6,8 +6,12 @@ platform synthesises. They are listed here so they are easy to drop when moto ca
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import socket
+import threading
+import traceback
 import warnings
 from typing import Any
 
@@ -75,6 +79,43 @@ def _apply_shims() -> None:
 
     FakeBucket.create_from_cloudformation_json = classmethod(create_bucket)
 
+    # 3. moto runs Lambda code only inside Docker, which this machine lacks: run the function's
+    #    own deployed zip in this process instead, with its configured environment.
+    from moto.awslambda.models import LambdaFunction
+
+    LambdaFunction._invoke_lambda = _invoke_in_process
+
+
+_ENDPOINT: list[str] = []
+_LOADED: dict[tuple[str, str], Any] = {}
+_IMPORT_LOCK = threading.Lock()
+
+
+def _invoke_in_process(fn: Any, event: Any = None) -> tuple[str, bool, str]:
+    from sandbox.runner import Context, load_zip_handler
+
+    key = (fn.function_name, hashlib.sha256(fn.code_bytes).hexdigest())
+    with _IMPORT_LOCK:
+        if key not in _LOADED:
+            env = {
+                **(fn.environment_vars or {}),
+                "AWS_ENDPOINT_URL": _ENDPOINT[0],
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_REGION": fn.region,
+                "AWS_DEFAULT_REGION": fn.region,
+            }
+            _LOADED[key] = load_zip_handler(fn.code_bytes, fn.handler, env)
+    handler = _LOADED[key]
+    if isinstance(event, str):
+        event = json.loads(event or "{}")
+    try:
+        result = handler(event, Context(fn.function_name))
+    except Exception as exc:  # what Lambda reports for an unhandled error
+        body = {"errorMessage": str(exc), "errorType": type(exc).__name__}
+        return json.dumps(body), True, traceback.format_exc()
+    return json.dumps(result), False, ""
+
 
 def _api_lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
     """A CloudFormation lifecycle rule in the S3 API's shape."""
@@ -106,6 +147,7 @@ class Sandbox:
 
     def __enter__(self) -> Sandbox:
         _apply_shims()
+        _ENDPOINT[:] = [self.endpoint]
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         warnings.filterwarnings("ignore", message="Tried to parse AWS::")
         self._server.start()

@@ -116,3 +116,18 @@ def test_deployed_job_events_handler_updates_the_ledger(deployed, trigger):
     assert result["updated"] is True and result["spot_savings_percent"] == 70.0
     described = trigger({"action": "describe", "job_name": name})
     assert described["status"] == "Completed" and described["spot_savings_percent"] == 70.0
+
+
+def test_lambda_invoke_door_runs_the_deployed_function(deployed):
+    lam = deployed.client("lambda")
+    reply = lam.invoke(
+        FunctionName=deployed.output("TriggerFunctionName"),
+        Payload=json.dumps({"template": "distilbert-spot", "job_name": "sbx-invoke"}).encode(),
+    )
+    job = json.loads(reply["Payload"].read())
+    assert "FunctionError" not in reply and job["status"] == "InProgress", job
+    reply = lam.invoke(
+        FunctionName=deployed.output("TriggerFunctionName"),
+        Payload=json.dumps({"template": "nope"}).encode(),
+    )
+    assert json.loads(reply["Payload"].read())["error"]["type"] == "NotFound"
