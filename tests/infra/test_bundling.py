@@ -1,0 +1,56 @@
+"""Docker-free packaging: deterministic source archive, self-contained Lambda bundle."""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+import time
+
+from ftl_constructs.bundling import ROOT, lambda_bundle, source_tarball
+from jobmodel import dump_catalog, shipped_catalog
+
+
+def test_source_tarball_is_byte_for_byte_reproducible(tmp_path):
+    src = tmp_path / "src"
+    (src / "pkg").mkdir(parents=True)
+    (src / "train.py").write_text("print('hi')\n")
+    (src / "pkg" / "mod.py").write_text("X = 1\n")
+    (src / "pkg" / "__pycache__").mkdir()
+    (src / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"junk")
+    first = source_tarball(src, tmp_path / "a").read_bytes()
+    later = time.time() + 3600
+    os.utime(src / "train.py", (later, later))  # touching a file must not change the archive
+    second = source_tarball(src, tmp_path / "b").read_bytes()
+    assert first == second
+    with tarfile.open(tmp_path / "a" / "sourcedir.tar.gz") as tar:
+        assert sorted(tar.getnames()) == ["pkg/mod.py", "train.py"]
+        assert {m.mtime for m in tar.getmembers()} == {0}
+
+
+def test_shipped_training_source_has_the_entrypoint(tmp_path):
+    with tarfile.open(source_tarball(ROOT / "training", tmp_path)) as tar:
+        assert "train.py" in tar.getnames()
+
+
+def test_trigger_bundle_carries_handler_job_model_and_catalog():
+    catalog = dump_catalog(list(shipped_catalog().values()))
+    bundle = lambda_bundle(
+        "trigger-test",
+        code_dir=ROOT / "lambda" / "trigger",
+        packages=[ROOT / "jobmodel"],
+        files={"catalog.json": catalog},
+    )
+    assert (bundle / "handler.py").is_file()
+    assert (bundle / "ftl_trigger" / "service.py").is_file()
+    assert (bundle / "jobmodel" / "render.py").is_file()
+    assert (bundle / "jobmodel" / "shipped_templates.json").is_file()
+    assert json.loads((bundle / "catalog.json").read_text())["version"] == 1
+    assert not list(bundle.rglob("__pycache__"))
+    again = lambda_bundle(
+        "trigger-test",
+        code_dir=ROOT / "lambda" / "trigger",
+        packages=[ROOT / "jobmodel"],
+        files={"catalog.json": catalog},
+    )
+    assert again == bundle  # content-addressed: same content, same folder
