@@ -16,6 +16,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-train.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements-dev.txt -r requirements-train.txt
+	$(VENV)/bin/pip install -q --no-deps -e .
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

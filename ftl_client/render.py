@@ -1,0 +1,245 @@
+"""Text for humans: tables, job details, the live progress display and a job's outcome."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from ftl_client.client import Progress, parse_time
+
+Cell = str | Sequence[str]
+
+
+def duration(seconds: float | None) -> str:
+    """``H:MM:SS`` (days folded into hours); ``-`` when unknown."""
+    if seconds is None:
+        return "-"
+    total = int(round(max(0.0, float(seconds))))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def number(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Cell]]) -> str:
+    """A plain text table; a cell given as a list of lines spans several lines of its row."""
+    cells = [[[c] if isinstance(c, str) else list(c) or [""] for c in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        for i, lines in enumerate(row):
+            widths[i] = max(widths[i], *(len(line) for line in lines))
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    for row in cells:
+        for n in range(max(len(lines) for lines in row)):
+            parts = [
+                (lines[n] if n < len(lines) else "").ljust(w)
+                for lines, w in zip(row, widths, strict=True)
+            ]
+            out.append("  ".join(parts).rstrip())
+    return "\n".join(out)
+
+
+def hyperparameter(name: str, spec: dict[str, Any]) -> str:
+    """``learning_rate: float 1e-06..0.001`` or ``model: str {a, b}``."""
+    text = f"{name}: {spec.get('type', '?')}"
+    if "choices" in spec:
+        text += " {" + ", ".join(str(c) for c in spec["choices"]) + "}"
+    elif "min" in spec or "max" in spec:
+        text += f" {_num(spec.get('min'))}..{_num(spec.get('max'))}"
+    return text
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, float):
+        return number(value)
+    return "" if value is None else str(value)
+
+
+def templates_table(templates: Sequence[dict[str, Any]]) -> str:
+    rows = []
+    for t in templates:
+        default = t.get("default_instance_type")
+        types = [f"{it}*" if it == default else it for it in t.get("instance_types", [])]
+        overridable = t.get("hyperparameters", {}).get("overridable", {})
+        rows.append(
+            [
+                t["name"],
+                t.get("distribution", "-"),
+                f"{t.get('default_instance_count', '-')} (max {t.get('max_instance_count', '-')})",
+                types,
+                "yes" if t.get("spot") else "no",
+                _hours(t.get("max_runtime_seconds")),
+                [hyperparameter(k, v) for k, v in overridable.items()] or ["-"],
+            ]
+        )
+    headers = ["TEMPLATE", "DIST", "INSTANCES", "INSTANCE TYPES", "SPOT", "MAX RUN", "OVERRIDABLE"]
+    return table(headers, rows) + "\n* default instance type"
+
+
+def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        [
+            j["job_name"],
+            j.get("template", "-"),
+            j.get("status", "-"),
+            f"{j.get('instance_count', '?')} x {j.get('instance_type', '?')}",
+            "yes" if j.get("spot") else "no",
+            _when(j.get("created_at")),
+            duration(j.get("billable_seconds")),
+            _savings(j),
+        ]
+        for j in jobs
+    ]
+    headers = ["JOB", "TEMPLATE", "STATUS", "INSTANCES", "SPOT", "CREATED", "BILLABLE", "SAVINGS"]
+    return table(headers, rows)
+
+
+def _when(text: Any) -> str:
+    """``2026-11-22T01:53:00.000Z`` as ``2026-11-22 01:53`` (UTC)."""
+    value = parse_time(text)
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value else str(text or "-")
+
+
+def _hours(seconds: Any) -> str:
+    """A template limit: ``24h`` when whole hours, else ``H:MM:SS``."""
+    if isinstance(seconds, int) and seconds and seconds % 3600 == 0:
+        return f"{seconds // 3600}h"
+    return duration(seconds)
+
+
+def _savings(job: dict[str, Any]) -> str:
+    value = job.get("spot_savings_percent")
+    return "-" if value is None else f"{float(value):.1f}%"
+
+
+DETAIL_ORDER = (
+    "job_name",
+    "template",
+    "status",
+    "secondary_status",
+    "failure_reason",
+    "instance_type",
+    "instance_count",
+    "spot",
+    "created_at",
+    "requested_by",
+    "training_seconds",
+    "billable_seconds",
+    "spot_savings_percent",
+    "checkpoint_s3_uri",
+    "output_s3_uri",
+    "job_arn",
+    "console_url",
+)
+
+
+def job_detail(job: dict[str, Any]) -> str:
+    """``key: value`` lines for one job, the contract's fields in a useful order."""
+    keys = [k for k in DETAIL_ORDER if k in job] + [k for k in job if k not in DETAIL_ORDER]
+    width = max((len(k) for k in keys), default=0)
+    lines = []
+    for key in keys:
+        value = job[key]
+        if value is None:
+            continue
+        if key in ("training_seconds", "billable_seconds"):
+            value = f"{value} ({duration(value)})"
+        elif key == "spot_savings_percent":
+            value = f"{float(value):.1f}%"
+        elif isinstance(value, bool):
+            value = "yes" if value else "no"
+        lines.append(f"{key.ljust(width)}  {value}")
+    return "\n".join(lines)
+
+
+def progress_line(progress: Progress, now: datetime | None = None) -> str:
+    """``[0:12:03] InProgress / Training  spot interruptions: 0  job-name``."""
+    state = progress.status
+    if progress.secondary_status and progress.secondary_status != progress.status:
+        state += f" / {progress.secondary_status}"
+    return (
+        f"[{duration(progress.elapsed(now))}] {state}  "
+        f"spot interruptions: {progress.interruptions}  {progress.name}"
+    )
+
+
+class ProgressDisplay:
+    """Shows a watched job: one line redrawn in place on a terminal (the clock ticks every
+    second), one line per change of status otherwise."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        tty: bool | None = None,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleeper: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.stream = stream
+        self.tty = stream.isatty() if tty is None else tty
+        self.clock = clock
+        self.sleeper = sleeper
+        self.progress: Progress | None = None
+        self._drawn = False
+
+    def update(self, progress: Progress) -> None:
+        self.progress = progress
+        if self.tty:
+            self._redraw()
+        elif progress.changed:
+            self.stream.write(progress_line(progress, self.clock()) + "\n")
+            self.stream.flush()
+
+    def sleep(self, seconds: float) -> None:
+        """Wait between polls; on a terminal redraw the elapsed clock once a second."""
+        if not self.tty:
+            self.sleeper(seconds)
+            return
+        remaining = seconds
+        while remaining > 0:
+            step = min(1.0, remaining)
+            self.sleeper(step)
+            remaining -= step
+            self._redraw()
+
+    def finish(self) -> None:
+        """End the in-place line so what follows starts on its own line."""
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+        self._drawn = False
+
+    def _redraw(self) -> None:
+        if self.progress is None:
+            return
+        self.stream.write("\r\x1b[2K" + progress_line(self.progress, self.clock()))
+        self.stream.flush()
+        self._drawn = True
+
+
+def outcome(progress: Progress, metrics: dict[str, float] | None = None) -> str:
+    """How the job ended: status, failure reason, final metrics, billable time, spot savings."""
+    job = progress.job
+    lines = [f"{progress.status}: {progress.name}"]
+    if job.get("failure_reason"):
+        lines.append(f"  failure reason: {job['failure_reason']}")
+    if metrics:
+        shown = "  ".join(f"{k}={number(v)}" for k, v in sorted(metrics.items()))
+        lines.append(f"  final metrics: {shown}")
+    if job.get("billable_seconds") is not None:
+        text = f"  billable time: {duration(job['billable_seconds'])}"
+        if job.get("training_seconds") is not None:
+            text += f" of {duration(job['training_seconds'])} training"
+        lines.append(text)
+    if job.get("spot_savings_percent") is not None:
+        lines.append(f"  spot savings: {float(job['spot_savings_percent']):.1f}%")
+    if job.get("spot"):
+        lines.append(f"  spot interruptions: {progress.interruptions}")
+    if progress.succeeded and job.get("output_s3_uri"):
+        lines.append(f"  output: {job['output_s3_uri']}")
+    return "\n".join(lines)

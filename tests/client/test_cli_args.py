@@ -1,0 +1,98 @@
+"""The command line: ``--set`` values, KEY=VALUE flags, durations and bad flags."""
+
+from __future__ import annotations
+
+import pytest
+
+from ftl_client.cli import build_parser, parse_value, seconds
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("3e-5", 3e-5),
+        ("0.001", 0.001),
+        ("8", 8),
+        ("-1", -1),
+        ("true", True),
+        ("false", False),
+        ("null", None),
+        ('"8"', "8"),
+        ("bert-large-uncased", "bert-large-uncased"),
+        ("", ""),
+        ("NaN", "NaN"),
+        ("Infinity", "Infinity"),
+        ("1e", "1e"),
+    ],
+)
+def test_set_values_are_json_when_they_parse_else_strings(text, value):
+    parsed = parse_value(text)
+    assert parsed == value and type(parsed) is type(value)
+
+
+def test_submit_flags_become_the_request_fields():
+    args = build_parser().parse_args(
+        [
+            "submit",
+            "bert-large-qa",
+            "--set",
+            "learning_rate=3e-5",
+            "--set",
+            "fp16=true",
+            "--set",
+            "note=a=b",
+            "--instances",
+            "4",
+            "--no-spot",
+            "--max-runtime",
+            "10h",
+            "--input",
+            "train=s3://data/squad/train/",
+            "--tag",
+            "team=nlp",
+            "--json",
+        ]
+    )
+    assert dict(args.hyperparameters) == {"learning_rate": 3e-5, "fp16": True, "note": "a=b"}
+    assert args.instances == 4 and args.spot is False and args.max_runtime == 36000
+    assert dict(args.inputs) == {"train": "s3://data/squad/train/"}
+    assert dict(args.tags) == {"team": "nlp"}
+    assert args.json is True and args.wait is False
+
+
+def test_global_options_work_before_and_after_the_command():
+    parser = build_parser()
+    before = parser.parse_args(["--json", "--via", "http", "list"])
+    after = parser.parse_args(["list", "--json", "--via", "http"])
+    for args in (before, after):
+        assert args.json is True and args.via == "http" and args.stack is None
+    assert parser.parse_args(["templates"]).json is False
+    assert parser.parse_args(["submit", "t"]).spot is None
+
+
+@pytest.mark.parametrize(("text", "value"), [("3600", 3600), ("90m", 5400), ("2d", 172800)])
+def test_durations(text, value):
+    assert seconds(text) == value
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["submit", "t", "--set", "learning_rate"],
+        ["submit", "t", "--set", "=3"],
+        ["submit", "t", "--instances", "two"],
+        ["submit", "t", "--max-runtime", "soon"],
+        ["submit", "t", "--input", "s3://no-channel/"],
+        ["list", "--status", "Sleeping"],
+        ["status"],
+        ["launch", "t"],
+        ["--via", "smoke", "templates"],
+        [],
+    ],
+)
+def test_bad_flags_exit_2_with_usage(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: ftl") and "error:" in err
