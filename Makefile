@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup demo test lint format synth bench clean
+.PHONY: setup demo sandbox test lint format synth bench clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -25,6 +25,9 @@ node_modules/.installed: package.json package-lock.json
 
 demo: setup
 	$(PY) -m sandbox.demo
+
+sandbox: setup
+	$(PY) -m sandbox.demo --serve
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 import boto3
 
@@ -26,8 +27,9 @@ REQUEST = {
 }
 
 
-def main() -> int:
-    with Sandbox() as sandbox:
+def main(argv: list[str] | None = None) -> int:
+    serve = "--serve" in (sys.argv[1:] if argv is None else argv)
+    with Sandbox(port=4566 if serve else None) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         outputs = deploy(sandbox.endpoint)
@@ -87,7 +89,23 @@ def main() -> int:
         width = max(len(k) for k, _ in rows)
         for key, value in rows:
             print(f"  {key:<{width}}  {value}")
+        if serve:
+            _serve(sandbox.endpoint)
     return 0
+
+
+def _serve(endpoint: str) -> None:
+    """Keep the sandbox up so the ftl client can be tried from another shell."""
+    print("\nThe sandbox stays up until Ctrl-C. In another shell:\n")
+    for key, value in sandbox_env(endpoint).items():
+        if key.startswith(("AWS_", "CDK_DEFAULT")):
+            print(f"  export {key}={value}")
+    print("  .venv/bin/ftl templates\n  .venv/bin/ftl submit distilbert-spot --wait\n")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        print("sandbox stopped")
 
 
 if __name__ == "__main__":
