@@ -1,0 +1,143 @@
+"""Checkpoint folders under ``checkpoint_dir``: which are complete, which to resume, which to drop.
+
+The HF Trainer writes ``checkpoint-<step>/`` file by file. A spot reclaim or a SIGKILL
+can stop it half-way, and SageMaker syncs whatever is in ``/opt/ml/checkpoints`` to S3
+and back, so a folder on disk is not proof of a usable checkpoint. After the Trainer has
+written everything (and every process has passed a barrier) the saving process writes
+``COMPLETE_MARKER`` last; only folders with that marker are resumed from or counted
+when old checkpoints are rotated away.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import time
+
+logger = logging.getLogger("ftl_train")
+
+PREFIX = "checkpoint"
+COMPLETE_MARKER = "ftl_checkpoint_complete.json"
+_STEP_RE = re.compile(rf"^{PREFIX}-(\d+)$")
+# Files without which the HF Trainer cannot resume.
+REQUIRED_FILES = ("trainer_state.json",)
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+
+
+def step_of(path: str) -> int | None:
+    m = _STEP_RE.match(os.path.basename(os.path.normpath(path)))
+    return int(m.group(1)) if m else None
+
+
+def list_checkpoints(checkpoint_dir: str) -> list[tuple[int, str]]:
+    """(step, path) of every ``checkpoint-<step>`` folder, oldest first."""
+    if not checkpoint_dir or not os.path.isdir(checkpoint_dir):
+        return []
+    out = []
+    for name in os.listdir(checkpoint_dir):
+        path = os.path.join(checkpoint_dir, name)
+        step = step_of(name)
+        if step is not None and os.path.isdir(path):
+            out.append((step, path))
+    return sorted(out)
+
+
+def is_complete(path: str) -> bool:
+    marker = os.path.join(path, COMPLETE_MARKER)
+    if not os.path.isfile(marker):
+        return False
+    try:
+        with open(marker, encoding="utf-8") as fh:
+            info = json.load(fh)
+    except (OSError, json.JSONDecodeError):
+        return False
+    if info.get("step") != step_of(path):
+        return False
+    if not all(os.path.isfile(os.path.join(path, f)) for f in REQUIRED_FILES):
+        return False
+    if not any(os.path.isfile(os.path.join(path, f)) for f in WEIGHT_FILES):
+        # A sharded save in another layout (e.g. FSDP/DeepSpeed folders) is accepted
+        # when the marker lists it.
+        return bool(info.get("files"))
+    return True
+
+
+def newest_complete(checkpoint_dir: str) -> str | None:
+    for _step, path in reversed(list_checkpoints(checkpoint_dir)):
+        if is_complete(path):
+            return path
+        logger.warning("ignoring incomplete checkpoint %s (no %s)", path, COMPLETE_MARKER)
+    return None
+
+
+def mark_complete(path: str, extra: dict | None = None) -> None:
+    """Write the completion marker atomically (temp file + rename) after fsyncing the files."""
+    files = []
+    for root, _dirs, names in os.walk(path):
+        for name in names:
+            if name == COMPLETE_MARKER or name.startswith(".ftl_tmp"):
+                continue
+            full = os.path.join(root, name)
+            files.append(os.path.relpath(full, path))
+            try:
+                fd = os.open(full, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError:
+                pass
+    info = {"step": step_of(path), "files": sorted(files), "time": time.time()}
+    if extra:
+        info.update(extra)
+    tmp = os.path.join(path, f".ftl_tmp_{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(info, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, os.path.join(path, COMPLETE_MARKER))
+
+
+def rotate(
+    checkpoint_dir: str, keep: int | None, best: str | None = None, saving_process: bool = True
+) -> list[str]:
+    """Delete old checkpoints; return the deleted paths.
+
+    On the saving process: keep the newest ``keep`` complete checkpoints and the best one;
+    also drop incomplete folders older than the newest complete one (left by a crash).
+    On other nodes (which hold only their own RNG files, never markers): keep the newest
+    ``keep`` folders by step and the best one.
+    """
+    if keep is None or keep <= 0:
+        return []
+    ckpts = list_checkpoints(checkpoint_dir)
+    best_norm = os.path.normpath(best) if best else None
+    protected: set[str] = set()
+    if best_norm:
+        protected.add(best_norm)
+    deleted = []
+    if saving_process:
+        complete = [(s, p) for s, p in ckpts if is_complete(p)]
+        protected.update(os.path.normpath(p) for _s, p in complete[-keep:])
+        newest_step = complete[-1][0] if complete else None
+        for step, path in ckpts:
+            norm = os.path.normpath(path)
+            if norm in protected:
+                continue
+            if is_complete(path) or (newest_step is not None and step < newest_step):
+                deleted.append(path)
+    else:
+        protected.update(os.path.normpath(p) for _s, p in ckpts[-keep:])
+        deleted = [p for _s, p in ckpts if os.path.normpath(p) not in protected]
+    for path in deleted:
+        logger.info("deleting old checkpoint %s (save_total_limit=%s)", path, keep)
+        shutil.rmtree(path, ignore_errors=True)
+    return deleted

@@ -1,0 +1,105 @@
+"""Performance defaults: what the entrypoint does when a hyperparameter is left unset.
+
+``bench/train_throughput.py`` imports this module (and the runner) so that it measures
+exactly what ships. ``SEED_PROFILE`` is the seed article's configuration (BERT-large
+SQuAD: fp16, batch 4 per device, every sequence padded to 384 tokens, eager attention,
+plain AdamW), written as hyperparameter overrides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .env import DeviceCaps
+from .hparams import Hyperparameters
+
+# The seed configuration, as overrides of this entrypoint's hyperparameters.
+SEED_PROFILE: dict[str, object] = {
+    "fp16": True,
+    "bf16": False,
+    "per_device_train_batch_size": 4,
+    "max_seq_length": 384,
+    "doc_stride": 128,
+    "pad_to_max_length": True,
+    "group_by_length": False,
+    "attn_implementation": "eager",
+    "optim": "adamw_torch",
+    "tf32": False,
+    "dataloader_num_workers": 0,
+    "torch_compile": False,
+}
+
+
+@dataclass(frozen=True)
+class Performance:
+    bf16: bool
+    fp16: bool
+    tf32: bool | None
+    optim: str
+    attn_implementation: str
+    pad_to_max_length: bool
+    group_by_length: bool
+    dataloader_num_workers: int
+    dataloader_pin_memory: bool
+    pad_to_multiple_of: int | None
+    torch_compile: bool
+    cuda: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def fused_adamw_available() -> bool:
+    """The Trainer knows ``adamw_torch_fused`` and torch is 2.x (older images lack both)."""
+    try:
+        import torch
+        from transformers.training_args import OptimizerNames
+    except ImportError:
+        return False
+    known = {o.value for o in OptimizerNames}
+    return "adamw_torch_fused" in known and int(torch.__version__.split(".")[0]) >= 2
+
+
+def resolve(hp: Hyperparameters, caps: DeviceCaps) -> Performance:
+    notes: list[str] = []
+    bf16, fp16 = hp.bf16, hp.fp16
+    if bf16 is None and fp16 is None:
+        bf16, fp16 = caps.bf16, caps.cuda and not caps.bf16
+    elif bf16 is None:
+        bf16 = bool(caps.bf16 and not fp16)
+    elif fp16 is None:
+        fp16 = bool(caps.cuda and not caps.bf16 and not bf16)
+    if fp16 and not caps.cuda:
+        notes.append("fp16 needs a CUDA GPU; training in float32 on this device")
+        fp16 = False
+    if bf16 and caps.cuda and not caps.bf16:
+        notes.append("this GPU has no bfloat16; using float16")
+        bf16, fp16 = False, True
+
+    tf32 = hp.tf32
+    if tf32 is None:
+        tf32 = True if caps.tf32 else None
+    elif tf32 and not caps.tf32:
+        notes.append("tf32 needs an Ampere or newer GPU; ignored")
+        tf32 = None if not caps.cuda else False
+
+    optim = hp.optim or (
+        "adamw_torch_fused" if caps.cuda and fused_adamw_available() else "adamw_torch"
+    )
+    workers = hp.dataloader_num_workers
+    if workers is None:
+        workers = 2 if caps.cuda else 0
+    pad_multiple = 8 if (caps.cuda and not hp.pad_to_max_length) else None
+    return Performance(
+        bf16=bool(bf16),
+        fp16=bool(fp16),
+        tf32=tf32,
+        optim=optim,
+        attn_implementation=hp.attn_implementation,
+        pad_to_max_length=hp.pad_to_max_length,
+        group_by_length=bool(hp.group_by_length and not hp.pad_to_max_length),
+        dataloader_num_workers=int(workers),
+        dataloader_pin_memory=caps.cuda,
+        pad_to_multiple_of=pad_multiple,
+        torch_compile=hp.torch_compile,
+        cuda=caps.cuda,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,448 @@
+"""Hyperparameters of the entrypoint: one table, parsed from the CLI and ``SM_HPS``.
+
+The SageMaker training toolkit runs ``python train.py --key value ...`` with every
+hyperparameter of the job. The SageMaker SDK JSON-encodes each value and the toolkit
+decodes it again, so values usually arrive as plain strings (``3e-05``, ``True``,
+``bert-base``); a value that is still JSON-encoded (``"\\"bert-base\\""``) is decoded
+here too. ``SM_HPS`` (a JSON object the toolkit also exports) is read first and the
+command line wins over it.
+
+Unknown names are an error, except the ones the platform itself passes
+(``sagemaker_*``, ``mp_parameters``) and launcher arguments (``local_rank``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+TASKS = ("qa", "classification", "mlm", "clm")
+AUTO = "auto"
+
+
+class HyperparameterError(ValueError):
+    """A hyperparameter is unknown or has a value that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    kind: str  # str | int | float | bool | tristate (bool or None meaning "auto")
+    default: Any
+    help: str
+    choices: tuple[str, ...] | None = None
+    nullable: bool = False
+
+
+SPECS: tuple[Spec, ...] = (
+    Spec("task", "str", None, "qa | classification | mlm | clm", choices=TASKS, nullable=True),
+    Spec(
+        "model_name_or_path",
+        "str",
+        None,
+        "model folder or hub id; the `model` channel wins when present",
+        nullable=True,
+    ),
+    Spec(
+        "max_seq_length",
+        "int",
+        None,
+        "tokens per sequence; default per task (qa 384, classification 256, mlm/clm 512), "
+        "capped by the model",
+        nullable=True,
+    ),
+    Spec("doc_stride", "int", 128, "qa: overlap between the windows of a long context"),
+    Spec(
+        "pad_to_max_length",
+        "bool",
+        False,
+        "pad every sequence to max_seq_length (default: dynamic padding per batch)",
+    ),
+    Spec("learning_rate", "float", 3e-5, "peak learning rate"),
+    Spec("num_train_epochs", "float", 2.0, "epochs (ignored when max_steps > 0)"),
+    Spec("max_steps", "int", -1, "optimizer steps; > 0 overrides num_train_epochs"),
+    Spec("per_device_train_batch_size", "int", 16, "training batch per device"),
+    Spec("per_device_eval_batch_size", "int", 32, "evaluation batch per device"),
+    Spec("gradient_accumulation_steps", "int", 1, "micro-batches per optimizer step"),
+    Spec("fp16", "tristate", None, "float16 mixed precision (auto: only on CUDA without bf16)"),
+    Spec("bf16", "tristate", None, "bfloat16 mixed precision (auto: on CUDA GPUs that support it)"),
+    Spec("seed", "int", 42, "random seed"),
+    Spec("warmup_ratio", "float", 0.0, "fraction of the steps used for linear warm-up"),
+    Spec("weight_decay", "float", 0.01, "AdamW weight decay"),
+    Spec("eval_steps", "int", 500, "evaluate every N steps (0: only at the end)"),
+    Spec("save_steps", "int", 500, "checkpoint every N steps"),
+    Spec(
+        "save_total_limit", "int", 2, "complete checkpoints kept (the best one is always kept too)"
+    ),
+    Spec("logging_steps", "int", 50, "log (and print metric lines) every N steps"),
+    Spec(
+        "metric_for_best_model",
+        "str",
+        None,
+        "metric for best-model selection (default: f1 for qa/classification, loss for mlm/clm)",
+        nullable=True,
+    ),
+    Spec(
+        "load_best_model_at_end",
+        "tristate",
+        None,
+        "reload the best checkpoint at the end (auto: when there is validation data)",
+    ),
+    Spec(
+        "text_column",
+        "str",
+        None,
+        "classification/mlm/clm: text column (auto-detected when unset)",
+        nullable=True,
+    ),
+    Spec(
+        "text_pair_column",
+        "str",
+        None,
+        "classification: second text column of sentence pairs",
+        nullable=True,
+    ),
+    Spec(
+        "label_column",
+        "str",
+        None,
+        "classification: label column (auto-detected when unset)",
+        nullable=True,
+    ),
+    Spec(
+        "num_labels",
+        "int",
+        None,
+        "classification: number of labels (inferred when unset)",
+        nullable=True,
+    ),
+    Spec(
+        "label_mapping",
+        "str",
+        None,
+        "classification: 'stars3' or a JSON object mapping raw labels to labels",
+        nullable=True,
+    ),
+    Spec("mlm_probability", "float", 0.15, "mlm: share of tokens masked"),
+    Spec(
+        "checkpoint_dir",
+        "str",
+        None,
+        "checkpoint folder (default /opt/ml/checkpoints)",
+        nullable=True,
+    ),
+    Spec(
+        "attn_implementation",
+        "str",
+        "sdpa",
+        "attention kernel: sdpa | eager | flash_attention_2 | ... "
+        "(falls back to eager when unsupported)",
+    ),
+    Spec("tf32", "tristate", None, "TF32 matmuls (auto: on Ampere or newer GPUs)"),
+    Spec(
+        "optim",
+        "str",
+        None,
+        "optimizer name as the HF Trainer knows it "
+        "(auto: adamw_torch_fused on CUDA, else adamw_torch)",
+        nullable=True,
+    ),
+    Spec(
+        "group_by_length",
+        "bool",
+        True,
+        "batch sequences of similar length together (with dynamic padding)",
+    ),
+    Spec(
+        "dataloader_num_workers",
+        "int",
+        None,
+        "data loader worker processes (auto: 2 on CUDA, 0 on CPU)",
+        nullable=True,
+    ),
+    Spec("torch_compile", "bool", False, "compile the model with torch.compile"),
+    # Extras beyond the launcher's list; all optional.
+    Spec("lr_scheduler_type", "str", "linear", "learning-rate schedule (HF Trainer names)"),
+    Spec("max_grad_norm", "float", 1.0, "gradient clipping norm (0 disables)"),
+    Spec("gradient_checkpointing", "bool", False, "recompute activations to save memory"),
+    Spec(
+        "max_train_samples",
+        "int",
+        None,
+        "use at most N training examples (smoke tests)",
+        nullable=True,
+    ),
+    Spec(
+        "max_eval_samples",
+        "int",
+        None,
+        "use at most N validation examples (smoke tests)",
+        nullable=True,
+    ),
+    Spec("max_answer_length", "int", 30, "qa: longest answer span in tokens"),
+    Spec("n_best_size", "int", 20, "qa: start/end candidates considered per feature"),
+)
+
+SPEC_BY_NAME: dict[str, Spec] = {s.name: s for s in SPECS}
+
+# Passed by the SageMaker SDK / toolkit / launchers; never ours to interpret.
+IGNORED_PREFIXES = ("sagemaker_",)
+IGNORED_NAMES = frozenset({"mp_parameters", "local_rank", "local-rank"})
+
+_TRUE = {"true", "1", "yes", "y", "on"}
+_FALSE = {"false", "0", "no", "n", "off"}
+_NULL = {"null", "none", ""}
+
+
+def _decode_json_layers(value: Any) -> Any:
+    """Undo JSON encoding that the toolkit did not undo (``'"abc"'`` -> ``'abc'``)."""
+    for _ in range(3):
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if len(text) >= 2 and text[0] == '"' and text[-1] == '"':
+            try:
+                value = json.loads(text)
+                continue
+            except json.JSONDecodeError:
+                return value
+        return value
+    return value
+
+
+def _coerce(spec: Spec, raw: Any) -> Any:
+    value = _decode_json_layers(raw)
+    where = f"hyperparameter {spec.name}={raw!r}"
+    if isinstance(value, str) and value.strip().lower() in _NULL:
+        if spec.nullable or spec.kind == "tristate":
+            return None
+        if value.strip() == "" and spec.kind == "str":
+            raise HyperparameterError(f"{where}: must not be empty")
+    if spec.kind == "tristate" and isinstance(value, str) and value.strip().lower() == AUTO:
+        return None
+    if spec.kind in ("bool", "tristate"):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str):
+            low = value.strip().lower()
+            if low in _TRUE:
+                return True
+            if low in _FALSE:
+                return False
+        raise HyperparameterError(
+            f"{where}: expected true or false" + (" or auto" if spec.kind == "tristate" else "")
+        )
+    if spec.kind == "int":
+        if isinstance(value, bool):
+            raise HyperparameterError(f"{where}: expected an integer")
+        if isinstance(value, int):
+            return value
+        try:
+            number = float(value) if not isinstance(value, str) else float(value.strip())
+        except (TypeError, ValueError):
+            raise HyperparameterError(f"{where}: expected an integer") from None
+        if not math.isfinite(number) or number != int(number):
+            raise HyperparameterError(f"{where}: expected an integer")
+        return int(number)
+    if spec.kind == "float":
+        if isinstance(value, bool):
+            raise HyperparameterError(f"{where}: expected a number")
+        try:
+            number = float(value.strip()) if isinstance(value, str) else float(value)
+        except (TypeError, ValueError):
+            raise HyperparameterError(f"{where}: expected a number") from None
+        if not math.isfinite(number):
+            raise HyperparameterError(f"{where}: expected a finite number")
+        return number
+    # str
+    if isinstance(value, (dict, list)):
+        value = json.dumps(value)
+    value = str(value).strip()
+    if spec.choices and value not in spec.choices:
+        raise HyperparameterError(f"{where}: expected one of {', '.join(spec.choices)}")
+    return value
+
+
+def _is_ignored(name: str) -> bool:
+    return name in IGNORED_NAMES or name.startswith(IGNORED_PREFIXES)
+
+
+def split_cli(argv: Sequence[str]) -> dict[str, str]:
+    """``--a 1 --b=2 --flag`` -> ``{"a": "1", "b": "2", "flag": "true"}``."""
+    out: dict[str, str] = {}
+    i = 0
+    args = list(argv)
+    while i < len(args):
+        token = args[i]
+        if not token.startswith("--") or token == "--":
+            raise HyperparameterError(
+                f"unexpected command-line argument {token!r}; hyperparameters are --name value"
+            )
+        name = token[2:]
+        if "=" in name:
+            name, value = name.split("=", 1)
+            i += 1
+        elif i + 1 < len(args) and not (args[i + 1].startswith("--") and len(args[i + 1]) > 2):
+            value = args[i + 1]
+            i += 2
+        else:
+            value = "true"
+            i += 1
+        out[name] = value
+    return out
+
+
+@dataclass
+class Hyperparameters:
+    values: dict[str, Any] = field(default_factory=dict)
+    given: frozenset[str] = frozenset()  # names set explicitly (not defaulted)
+    ignored: tuple[str, ...] = ()
+
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("values")
+        if values is not None and name in values:
+            return values[name]
+        raise AttributeError(name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.values)
+
+
+def parse(
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Hyperparameters:
+    """Parse hyperparameters from ``SM_HPS`` (if set), then ``argv``, then ``extra``."""
+    raw: dict[str, Any] = {}
+    if environ is not None and environ.get("SM_HPS"):
+        try:
+            hps = json.loads(environ["SM_HPS"])
+        except json.JSONDecodeError as exc:
+            raise HyperparameterError(f"SM_HPS is not valid JSON: {exc}") from None
+        if not isinstance(hps, dict):
+            raise HyperparameterError("SM_HPS must be a JSON object")
+        raw.update(hps)
+    if argv:
+        raw.update(split_cli(argv))
+    if extra:
+        raw.update(extra)
+
+    values: dict[str, Any] = {s.name: s.default for s in SPECS}
+    given: set[str] = set()
+    ignored: list[str] = []
+    unknown: list[str] = []
+    for key, value in raw.items():
+        name = key.replace("-", "_") if key.replace("-", "_") in SPEC_BY_NAME else key
+        if _is_ignored(name):
+            ignored.append(name)
+            continue
+        spec = SPEC_BY_NAME.get(name)
+        if spec is None:
+            unknown.append(key)
+            continue
+        values[name] = _coerce(spec, value)
+        given.add(name)
+    if unknown:
+        raise HyperparameterError(
+            "unknown hyperparameter(s): "
+            + ", ".join(sorted(unknown))
+            + ". Supported: "
+            + ", ".join(s.name for s in SPECS)
+        )
+    hp = Hyperparameters(values=values, given=frozenset(given), ignored=tuple(sorted(ignored)))
+    validate(hp)
+    return hp
+
+
+def validate(hp: Hyperparameters) -> None:
+    v = hp.values
+    if v["task"] is None:
+        raise HyperparameterError("hyperparameter task is required: one of " + ", ".join(TASKS))
+    positive: dict[str, Callable[[Any], bool]] = {
+        "per_device_train_batch_size": lambda x: x >= 1,
+        "per_device_eval_batch_size": lambda x: x >= 1,
+        "gradient_accumulation_steps": lambda x: x >= 1,
+        "save_steps": lambda x: x >= 1,
+        "logging_steps": lambda x: x >= 1,
+        "eval_steps": lambda x: x >= 0,
+        "save_total_limit": lambda x: x >= 1,
+        "doc_stride": lambda x: x >= 0,
+        "learning_rate": lambda x: x > 0,
+        "num_train_epochs": lambda x: x > 0,
+        "weight_decay": lambda x: x >= 0,
+        "warmup_ratio": lambda x: 0 <= x < 1,
+        "mlm_probability": lambda x: 0 < x < 1,
+        "max_grad_norm": lambda x: x >= 0,
+        "max_answer_length": lambda x: x >= 1,
+        "n_best_size": lambda x: x >= 1,
+    }
+    for name, ok in positive.items():
+        if not ok(v[name]):
+            raise HyperparameterError(f"hyperparameter {name}={v[name]!r} is out of range")
+    for name in (
+        "max_seq_length",
+        "num_labels",
+        "max_train_samples",
+        "max_eval_samples",
+        "dataloader_num_workers",
+    ):
+        low = 0 if name == "dataloader_num_workers" else 1
+        if v[name] is not None and v[name] < low:
+            raise HyperparameterError(f"hyperparameter {name}={v[name]!r} is out of range")
+    if (
+        v["max_seq_length"] is not None
+        and v["task"] == "qa"
+        and v["doc_stride"] >= v["max_seq_length"]
+    ):
+        raise HyperparameterError("hyperparameter doc_stride must be smaller than max_seq_length")
+    if v["fp16"] is True and v["bf16"] is True:
+        raise HyperparameterError("fp16 and bf16 cannot both be true")
+    if v["label_mapping"] is not None:
+        parse_label_mapping(v["label_mapping"])  # raises on a bad value
+
+
+LABEL_MAPPINGS: dict[str, tuple[dict[str, int], list[str]]] = {
+    # amazon_reviews_multi style star ratings -> three sentiment classes
+    "stars3": ({"1": 0, "2": 0, "3": 1, "4": 2, "5": 2}, ["negative", "neutral", "positive"]),
+}
+
+
+def parse_label_mapping(text: str) -> tuple[dict[str, int], list[str]]:
+    """Return (raw label as string -> id, id -> label name)."""
+    if text in LABEL_MAPPINGS:
+        mapping, names = LABEL_MAPPINGS[text]
+        return dict(mapping), list(names)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        raise HyperparameterError(
+            f"hyperparameter label_mapping={text!r}: expected one of "
+            f"{', '.join(LABEL_MAPPINGS)} or a JSON object"
+        ) from None
+    if not isinstance(obj, dict) or not obj:
+        raise HyperparameterError(
+            "hyperparameter label_mapping: the JSON value must be a non-empty object"
+        )
+    targets = list(obj.values())
+    if all(isinstance(t, int) and not isinstance(t, bool) for t in targets):
+        if min(targets) < 0:
+            raise HyperparameterError("hyperparameter label_mapping: label ids must be >= 0")
+        n = max(targets) + 1
+        names = [str(i) for i in range(n)]
+        return {str(k): int(t) for k, t in obj.items()}, names
+    if all(isinstance(t, str) for t in targets):
+        names = sorted(set(targets))
+        return {str(k): names.index(t) for k, t in obj.items()}, names
+    raise HyperparameterError(
+        "hyperparameter label_mapping: values must be all integers or all strings"
+    )
+
+
+def describe() -> str:
+    return "\n".join(f"  {s.name:<30} {s.kind:<8} default={s.default!r}  {s.help}" for s in SPECS)
