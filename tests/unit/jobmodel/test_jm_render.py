@@ -170,7 +170,8 @@ def test_render_hyperparameters_smddp(render: Render, platform: jm.PlatformConfi
     assert all(type(v) is str for v in hp.values())
     assert hp["learning_rate"] == "5e-05"
     assert hp["task"] == '"qa"'
-    assert hp["fp16"] == "true"
+    assert hp["max_seq_length"] == "384"  # ints JSON-encoded, like the SDK
+    assert "fp16" not in hp  # precision is left to the entrypoint (bf16 on A100)
     assert hp["sagemaker_program"] == '"train.py"'
     assert hp["sagemaker_submit_directory"] == json.dumps(platform.source_s3_uri)
     assert hp["sagemaker_container_log_level"] == "20"
