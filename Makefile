@@ -12,11 +12,14 @@ export CDK_DISABLE_VERSION_CHECK := 1
 
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-train.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-train.txt requirements-checkov.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements-dev.txt -r requirements-train.txt
 	$(VENV)/bin/pip install -q --no-deps -e .
+	# checkov pins an older boto3, so it gets a virtual environment of its own
+	$(PYTHON) -m venv $(VENV)/checkov
+	$(VENV)/checkov/bin/pip install -q -r requirements-checkov.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

@@ -8,6 +8,7 @@ so a bad template fails ``cdk synth`` with the template's name and the rule it b
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 from collections.abc import Iterable, Mapping
 from functools import cache
@@ -20,6 +21,22 @@ from jobmodel import TemplateError, TemplateSpec, load_catalog, shipped_catalog,
 
 
 @cache
+def _huggingface_training_table() -> dict:
+    """The ``sagemaker`` library's own image table for Hugging Face training images.
+
+    Reading the table the SDK ships is the SDK's lookup without importing ``sagemaker.core``
+    (1.7 s of every synth); ``tests/infra/test_image_lookup.py`` pins the result to
+    ``sagemaker.core.image_uris.retrieve`` for every shipped template and several regions.
+    """
+    spec = importlib.util.find_spec("sagemaker")
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError("the sagemaker package is not installed")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    path = root / "core" / "image_uri_config" / "huggingface.json"
+    return json.loads(path.read_text())["training"]
+
+
+@cache
 def resolve_image(
     region: str,
     transformers_version: str,
@@ -27,17 +44,30 @@ def resolve_image(
     py_version: str,
     instance_type: str,
 ) -> str:
-    """The Hugging Face training image URI for a region (offline lookup in the SDK's tables)."""
-    from sagemaker.core import image_uris  # heavy import, only when a template needs it
-
-    return image_uris.retrieve(
-        "huggingface",
-        region=region,
-        version=transformers_version,
-        base_framework_version=f"pytorch{pytorch_version}",
-        py_version=py_version,
-        instance_type=instance_type,
-        image_scope="training",
+    """The Hugging Face training image URI for a region, as the SageMaker SDK resolves it."""
+    table = _huggingface_training_table()
+    version = table["version_aliases"].get(transformers_version, transformers_version)
+    if version not in table["versions"]:
+        raise ValueError(f"transformers {transformers_version} has no training image")
+    entry = table["versions"][version]
+    base = f"pytorch{pytorch_version}"
+    base = entry.get("version_aliases", {}).get(base, base)
+    if base not in entry:
+        raise ValueError(f"no PyTorch {pytorch_version} image for transformers {version}")
+    framework = entry[base]
+    if py_version not in framework["py_versions"]:
+        raise ValueError(f"{py_version} is not one of {framework['py_versions']}")
+    if region not in framework["registries"]:
+        raise ValueError(f"no image registry in {region}")
+    family = instance_type.split(".")[1] if instance_type.count(".") == 2 else ""
+    processor = "gpu" if family[:1] in ("p", "g") else "cpu"
+    if processor not in framework["container_version"]:
+        raise ValueError(f"no {processor} image for {instance_type}")
+    domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return (
+        f"{framework['registries'][region]}.dkr.ecr.{region}.{domain}/"
+        f"{framework['repository']}:{base[len('pytorch') :]}-transformers{version}-"
+        f"{processor}-{py_version}-{framework['container_version'][processor]}"
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import Acknowledgment, CfnResource, Stack, Validations
 from constructs import IConstruct
 
 
@@ -36,3 +36,12 @@ def _render(value: Any) -> str:
             sep, parts = value["Fn::Join"]
             return sep.join(_render(p) for p in parts)
     raise ValueError(f"cannot render {value!r} as a cdk-nag finding id")
+
+
+def checkov_skip(construct: IConstruct, check: str, comment: str) -> None:
+    """Record a checkov skip, with its reason, on the construct's CloudFormation resource."""
+    resource = construct if isinstance(construct, CfnResource) else construct.node.default_child
+    assert isinstance(resource, CfnResource), f"{construct.node.path} has no CFN resource"
+    current = resource.get_metadata("checkov") or {"skip": []}
+    current["skip"].append({"id": check, "comment": comment})
+    resource.add_metadata("checkov", current)

@@ -9,6 +9,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from ftl_constructs.nag import checkov_skip
+
 
 class SecureBucket(Construct):
     """Public access blocked, TLS only, KMS encrypted, access-logged and retained on delete.
@@ -76,6 +78,17 @@ class AccessLogBucket(Construct):
             ],
             removal_policy=RemovalPolicy.RETAIN,
         )
+        checkov_skip(
+            self.bucket,
+            "CKV_AWS_18",
+            "This is the server access log target; logging it to itself would loop.",
+        )
+        checkov_skip(
+            self.bucket,
+            "CKV_AWS_21",
+            "Access logs are written once and expire by lifecycle rule; versions would "
+            "only keep deleted logs.",
+        )
 
 
 def checkpoint_lifecycle(expiry_days: int) -> list[s3.LifecycleRule]:
@@ -84,6 +97,17 @@ def checkpoint_lifecycle(expiry_days: int) -> list[s3.LifecycleRule]:
         s3.LifecycleRule(
             id="expire-checkpoints",
             expiration=Duration.days(expiry_days),
+            abort_incomplete_multipart_upload_after=Duration.days(1),
+        )
+    ]
+
+
+def noncurrent_version_lifecycle(days: int = 30) -> list[s3.LifecycleRule]:
+    """Versioned data survives an accidental overwrite for ``days``, then old versions go."""
+    return [
+        s3.LifecycleRule(
+            id="expire-noncurrent-versions",
+            noncurrent_version_expiration=Duration.days(days),
             abort_incomplete_multipart_upload_after=Duration.days(1),
         )
     ]

@@ -19,9 +19,12 @@ class JobModelError(Exception):
     type: str = "JobModelError"
 
     def __init__(self, message: str, field: str | None = None) -> None:
+        message = _printable(message)
         super().__init__(message)
         self.message = message
-        self.field = field
+        # Fields and messages may echo what the caller sent; keep them encodable as UTF-8
+        # (a lone surrogate would make the Lambda runtime fail to return the response).
+        self.field = None if field is None else _printable(field)
 
     def to_dict(self) -> dict[str, Any]:
         """The contract's error object: ``{"error": {"type", "message", "field"?}}``."""
@@ -32,6 +35,14 @@ class JobModelError(Exception):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(field={self.field!r}, message={self.message!r})"
+
+
+def _printable(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
 
 
 class ValidationError(JobModelError):

@@ -8,8 +8,13 @@ from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from ftl_constructs.encryption import PlatformKey
-from ftl_constructs.nag import acknowledge
-from ftl_constructs.secure_bucket import AccessLogBucket, SecureBucket, checkpoint_lifecycle
+from ftl_constructs.nag import acknowledge, checkov_skip
+from ftl_constructs.secure_bucket import (
+    AccessLogBucket,
+    SecureBucket,
+    checkpoint_lifecycle,
+    noncurrent_version_lifecycle,
+)
 from ftl_constructs.settings import PlatformSettings, retention_days
 from ftl_constructs.training_network import TrainingNetwork
 from ftl_constructs.training_role import TrainingRole
@@ -44,11 +49,19 @@ class FoundationStack(Stack):
                 **extra,
             )
 
-        self.data_bucket = bucket("DataBucket").bucket
+        self.data_bucket = bucket(
+            "DataBucket", versioned=True, lifecycle_rules=noncurrent_version_lifecycle()
+        ).bucket
         self.checkpoint_bucket = bucket(
             "CheckpointBucket",
             lifecycle_rules=checkpoint_lifecycle(settings.checkpoint_expiry_days),
         ).bucket
+        checkov_skip(
+            self.checkpoint_bucket,
+            "CKV_AWS_21",
+            "SageMaker rewrites checkpoints continuously; versions would keep every "
+            "old copy. Checkpoints are scratch state and expire by lifecycle rule.",
+        )
         self.artifact_bucket = bucket("ArtifactBucket", versioned=True).bucket
 
         self.network = None

@@ -130,11 +130,27 @@ def test_checkpoints_expire_and_abort_incomplete_uploads():
     )
 
 
-def test_artifacts_are_versioned(foundation):
+def test_artifacts_and_data_are_versioned_with_old_data_versions_expiring(foundation):
     versioned = foundation.find_resources(
         "AWS::S3::Bucket", {"Properties": {"VersioningConfiguration": {"Status": "Enabled"}}}
     )
-    assert len(versioned) == 1
+    assert len(versioned) == 2
+    foundation.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "VersioningConfiguration": {"Status": "Enabled"},
+            "LifecycleConfiguration": {
+                "Rules": [
+                    Match.object_like(
+                        {
+                            "Id": "expire-noncurrent-versions",
+                            "NoncurrentVersionExpiration": {"NoncurrentDays": 30},
+                        }
+                    )
+                ]
+            },
+        },
+    )
 
 
 def test_training_role_trusts_only_sagemaker_for_this_account(foundation):

@@ -81,7 +81,7 @@ def _parse_http(event: dict[str, Any]) -> Call:
         return Call("describe", {"job_name": parts[1]}, caller, http=True)
     if len(parts) == 3 and parts[0] == "jobs" and parts[2] == "stop" and method == "POST":
         return Call("stop", {"job_name": parts[1]}, caller, http=True)
-    raise NotFound(f"no route for {method} /{'/'.join(parts)}", field="path")
+    raise NotFound(f"no route for {_show(method)} {_show(path)}", field="path")
 
 
 def _http_caller(ctx: dict[str, Any]) -> str:
@@ -112,7 +112,7 @@ def _json_body(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _int_param(name: str, value: str) -> int:
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit() and len(value) <= 6):
         raise ValidationError(name, f"{name} must be a whole number, got {_show(value)}")
     return int(value)
 
@@ -124,7 +124,7 @@ def _show(value: Any) -> str:
 
 def internal_error(request_id: str) -> UpstreamError:
     return UpstreamError(
-        f"internal error in the launcher (request {request_id}); nothing was started"
+        f"internal error in the launcher (request {request_id}); its logs have the details"
     )
 
 

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ParamValidationError,
+)
 
 from ftl_trigger.doors import Call
 from ftl_trigger.errors import CapacityError, Conflict, Throttled, UpstreamError
@@ -26,6 +34,7 @@ from jobmodel import (
     validate_submit,
 )
 
+LOG = logging.getLogger("ftl.trigger")
 TERMINAL = frozenset({"Completed", "Failed", "Stopped", "FailedToStart"})
 SUBMITTING = "Submitting"
 THROTTLE_CODES = frozenset(
@@ -138,6 +147,16 @@ class Launcher:
                 # Only a peer completing the same claimed job can have taken this name.
                 return self._adopt_existing(job)
             error = map_aws_error(exc, "CreateTrainingJob")
+            if _ambiguous(exc):
+                # A timeout or 5xx may hide a job SageMaker did create: look before failing.
+                try:
+                    described = self._describe_remote(name)
+                except JobModelError:
+                    # Cannot tell: keep the claim, so a replay of the token finishes it with
+                    # the same job name (and never starts a second job).
+                    raise error from None
+                if described is not None:
+                    return self._adopt_existing(job, described)
             self._ledger_call(
                 self.ledger.fail_job,
                 name,
@@ -151,16 +170,33 @@ class Launcher:
             )
             raise error from None
         job.update(status="InProgress", job_arn=arn, updated_at=self._stamp())
-        self._ledger_call(
-            self.ledger.update_job,
-            name,
-            {"status": "InProgress", "job_arn": arn, "updated_at": job["updated_at"]},
-            expect_status=SUBMITTING,
-        )
+        self._record_started(job)
         return self._view(job)
 
-    def _adopt_existing(self, job: dict[str, Any]) -> dict[str, Any]:
-        described = self._describe_remote(job["job_name"])
+    def _record_started(self, job: dict[str, Any]) -> None:
+        """Mark the claimed job started. The job exists whatever happens here, so a ledger
+        failure is logged, not returned: the job-events handler and any replay of the token
+        bring the record up to date."""
+        try:
+            self._ledger_call(
+                self.ledger.update_job,
+                job["job_name"],
+                {
+                    "status": job["status"],
+                    "job_arn": job["job_arn"],
+                    "updated_at": job["updated_at"],
+                },
+                expect_status=SUBMITTING,
+            )
+        except JobModelError as err:
+            LOG.warning(
+                "job %s started but the ledger update failed: %s", job["job_name"], err.message
+            )
+
+    def _adopt_existing(
+        self, job: dict[str, Any], described: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        described = described or self._describe_remote(job["job_name"])
         if described is None:
             raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
         job.update(
@@ -168,12 +204,7 @@ class Launcher:
             job_arn=described["TrainingJobArn"],
             updated_at=self._stamp(),
         )
-        self._ledger_call(
-            self.ledger.update_job,
-            job["job_name"],
-            {"status": job["status"], "job_arn": job["job_arn"], "updated_at": job["updated_at"]},
-            expect_status=SUBMITTING,
-        )
+        self._record_started(job)
         return self._view(job)
 
     def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
@@ -339,7 +370,8 @@ def map_aws_error(exc: Exception, call: str) -> JobModelError:
     if isinstance(exc, ClientError):
         code = _code(exc)
         message = exc.response.get("Error", {}).get("Message", "")
-        if code in THROTTLE_CODES:
+        reasons = {r.get("Code") for r in exc.response.get("CancellationReasons") or []}
+        if code in THROTTLE_CODES or "ThrottlingError" in reasons:
             return Throttled(f"{call} was throttled by AWS after retries: {message}")
         if code == "ResourceLimitExceeded":
             return CapacityError(f"{call} hit a SageMaker quota or capacity limit: {message}")
@@ -347,6 +379,16 @@ def map_aws_error(exc: Exception, call: str) -> JobModelError:
             return Conflict(f"{call}: resource in use: {message}")
         return UpstreamError(f"{call} failed: {code}: {message}")
     return UpstreamError(f"{call} failed: {type(exc).__name__}: {exc}")
+
+
+def _ambiguous(exc: Exception) -> bool:
+    """True when the request may have reached SageMaker although no answer came back."""
+    if isinstance(exc, ClientError):
+        return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500
+    return not isinstance(
+        exc,
+        ConnectTimeoutError | EndpointConnectionError | NoCredentialsError | ParamValidationError,
+    )
 
 
 def _code(exc: Exception) -> str:

@@ -38,12 +38,9 @@ class Launcher:
         return self.dynamodb.scan(TableName=self.table, ConsistentRead=True)["Items"]
 
     def jobs_named(self, prefix: str) -> list[str]:
-        names = [
-            j["TrainingJobName"]
-            for j in self.sagemaker.list_training_jobs(MaxResults=100, NameContains=prefix)[
-                "TrainingJobSummaries"
-            ]
-        ]
+        # moto pages before it filters by name, so read every page.
+        pages = self.sagemaker.get_paginator("list_training_jobs").paginate(NameContains=prefix)
+        names = [j["TrainingJobName"] for page in pages for j in page["TrainingJobSummaries"]]
         return [n for n in names if n.startswith(prefix)]
 
 

@@ -48,8 +48,12 @@ def _stub_create_error(launcher, code, message="boom", http=400):
     ],
 )
 def test_create_failures_map_to_contract_errors_and_leave_a_failed_record(
-    launcher, prefix, code, http, error_type, status
+    launcher, prefix, code, http, error_type, status, monkeypatch
 ):
+    looked = []
+    # After a 5xx the job may exist anyway, so the launcher looks it up before failing;
+    # here SageMaker has no such job.
+    monkeypatch.setattr(launcher.module.LAUNCHER, "_describe_remote", looked.append)
     with _stub_create_error(launcher, code, "ml.p4d.24xlarge for spot training job usage", http):
         resp = launcher(
             http_event(
@@ -71,6 +75,7 @@ def test_create_failures_map_to_contract_errors_and_leave_a_failed_record(
     assert job["status"]["S"] == "FailedToStart"
     assert job["error_type"]["S"] == error_type
     assert not any(k.startswith("token#") for k in ledger)
+    assert len(looked) == (1 if http >= 500 else 0)
 
 
 def test_a_retry_after_a_failed_start_creates_the_job(launcher, prefix):

@@ -1,0 +1,183 @@
+"""Helpers shared by the benchmarks: statistics, the trigger asset, subprocess timing, env."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/ftl-training"
+KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
+IMAGE = (
+    "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
+    "2.5.1-transformers4.49.0-gpu-py311-cu124-ubuntu22.04"
+)
+
+# The trigger's environment as the launcher stack sets it (values from the sandbox test set-up).
+TRIGGER_ENV = {
+    "FTL_PLATFORM_NAME": "ftl",
+    "FTL_REGION": REGION,
+    "FTL_ROLE_ARN": ROLE_ARN,
+    "FTL_DATA_BUCKET": "ftl-data",
+    "FTL_CHECKPOINT_BUCKET": "ftl-checkpoints",
+    "FTL_ARTIFACT_BUCKET": "ftl-artifacts",
+    "FTL_KMS_KEY_ARN": KEY_ARN,
+    "FTL_SOURCE_S3_URI": "s3://cdk-assets/sourcedir.tar.gz",
+    "FTL_JOB_TABLE": "ftl-jobs",
+    "FTL_PLATFORM_TAGS": json.dumps({"project": "fine-tuning-platform"}),
+    "FTL_ALLOWED_INPUT_BUCKETS": "",
+}
+
+# A representative request: a multi-node smddp job with overrides, both channels and tags.
+REQUEST = {
+    "template": "bert-large-qa",
+    "job_name": "squad-lr3e5",
+    "hyperparameters": {"learning_rate": 3e-5, "num_train_epochs": 2},
+    "instance_type": "ml.p4d.24xlarge",
+    "instance_count": 2,
+    "spot": True,
+    "max_runtime_seconds": 36000,
+    "max_wait_seconds": 72000,
+    "inputs": {
+        "train": "s3://ftl-data/squad/train/",
+        "validation": "s3://ftl-data/squad/validation/",
+    },
+    "tags": {"team": "nlp", "cost-center": "1234"},
+}
+
+
+def offline_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment with fake credentials and no way to reach AWS."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "FTL_"))}
+    env.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION=REGION,
+        AWS_REGION=REGION,
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_ENDPOINT_URL="http://127.0.0.1:9",
+        JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20",
+        CDK_DISABLE_VERSION_CHECK="1",
+    )
+    env.update(extra or {})
+    return env
+
+
+def trigger_asset(dest: Path) -> Path:
+    """The trigger's Lambda asset, built by the same code the launcher stack uses, at ``dest``.
+
+    ``dest`` ends up holding exactly the deployed files (no ``__pycache__``).
+    """
+    from ftl_constructs.bundling import lambda_bundle
+    from jobmodel import dump_catalog, shipped_catalog
+
+    specs = [s.with_image(IMAGE) for s in shipped_catalog().values()]
+    bundle = lambda_bundle(
+        "trigger",
+        code_dir=ROOT / "lambda" / "trigger",
+        packages=[ROOT / "jobmodel"],
+        files={"catalog.json": dump_catalog(specs)},
+    )
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(bundle, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of ``values``."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    rank = max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def median(values: Iterable[float]) -> float:
+    return statistics.median(list(values))
+
+
+@dataclass
+class Timed:
+    """One fresh process: seconds from spawn until it printed ``READY``, its in-process time
+    and the CPU time it had used by then (less sensitive to a busy machine than wall time)."""
+
+    wall_s: float
+    inner_s: float
+    cpu_s: float
+    extra: dict
+
+
+def time_process(
+    script: str, *, env: Mapping[str, str], cwd: Path | None = None, args: Sequence[str] = ()
+) -> Timed:
+    """Run ``script`` in a fresh interpreter; it must print ``READY <json>`` once it is ready.
+
+    The wall time runs from just before the spawn to the moment the line is read, so it covers
+    interpreter start-up and imports but not the interpreter's teardown.
+    """
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [PYTHON, *args, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env),
+        cwd=cwd,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = ""
+    for line in proc.stdout:
+        if line.startswith("READY "):
+            break
+    ready = time.perf_counter()
+    out, err = proc.communicate()
+    if not line.startswith("READY ") or proc.returncode != 0:
+        raise RuntimeError(f"benchmark process failed ({proc.returncode}):\n{out}\n{err[-4000:]}")
+    info = json.loads(line[len("READY ") :])
+    return Timed(
+        wall_s=ready - started,
+        inner_s=float(info.pop("inner_s")),
+        cpu_s=float(info.pop("cpu_s", "nan")),
+        extra=info,
+    )
+
+
+def fmt_ms(seconds: float) -> str:
+    ms = seconds * 1000
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    if ms >= 10:
+        return f"{ms:.1f} ms"
+    return f"{ms:.3f} ms" if ms < 1 else f"{ms:.2f} ms"
+
+
+def fmt_bytes(n: int) -> str:
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.2f} MiB"
+    if n >= 1 << 10:
+        return f"{n / (1 << 10):.1f} KiB"
+    return f"{n} B"
+
+
+def tempdir(prefix: str) -> Path:
+    return Path(tempfile.mkdtemp(prefix=f"ftl-bench-{prefix}-"))
+
+
+def write_json(path: str | None, data: object) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n")

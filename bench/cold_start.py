@@ -1,0 +1,411 @@
+"""Trigger cold start against the SageMaker Python SDK, in fresh processes.
+
+    python -m bench.cold_start [--reps N] [--explain] [--json PATH]
+
+* **A, the launcher**: a fresh interpreter in a copy of the deployed trigger asset (built by the
+  launcher stack's own bundling code; no ``__pycache__``, and ``PYTHONDONTWRITEBYTECODE=1``
+  because Lambda's ``/var/task`` is read-only, so every cold start compiles the asset's code),
+  with the stack's environment, runs ``import handler``: the catalog is loaded, the platform
+  configuration read and the SageMaker and DynamoDB clients built (module-level ``RUNTIME``).
+* **B, the SDK**: a fresh interpreter imports ``sagemaker.train.ModelTrainer``, builds a
+  ``Session`` (whose SageMaker client is built) and a ``ModelTrainer`` configured for the same
+  job, ready to ``train()``. Offline: see ``bench/sdk_side.py``.
+
+Both are timed from just before the spawn to the moment the process says it is ready; the
+interleaved runs' medians are compared. ``--explain`` measures where A's time goes
+(``-X importtime``, cProfile of the module body) and what candidate optimisations would save.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import gzip
+import io
+import json
+import os
+import pstats
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench._common import (
+    PYTHON,
+    REGION,
+    ROOT,
+    TRIGGER_ENV,
+    Timed,
+    fmt_ms,
+    median,
+    offline_env,
+    tempdir,
+    time_process,
+    trigger_asset,
+    write_json,
+)
+
+TARGET = 4.0
+
+# Every script ends by printing READY with its in-process time and its CPU time so far.
+READY = """
+import json as _json
+_ready = {"inner_s": time.perf_counter() - t0, "cpu_s": time.process_time()}
+print("READY " + _json.dumps(_ready), flush=True)
+"""
+
+A_SCRIPT = (
+    """
+import time
+t0 = time.perf_counter()
+import handler
+assert handler.RUNTIME.sagemaker.meta.service_model.service_name == "sagemaker"
+assert handler.RUNTIME.catalog
+"""
+    + READY
+)
+
+# A with boto3 replaced by a thin shim over botocore's own Session: what runtime.py would cost
+# if it built its clients with botocore directly (same clients, same configs).
+A_BOTOCORE_SCRIPT = (
+    """
+import time
+t0 = time.perf_counter()
+import sys, types
+import botocore.session
+
+class _Session:
+    def __init__(self, region_name=None):
+        self._session = botocore.session.Session()
+        self._region = region_name
+    def client(self, name, config=None):
+        return self._session.create_client(name, region_name=self._region, config=config)
+
+shim = types.ModuleType("boto3")
+shim.session = types.SimpleNamespace(Session=_Session)
+sys.modules["boto3"] = shim
+import handler
+assert handler.RUNTIME.sagemaker.meta.service_model.service_name == "sagemaker"
+"""
+    + READY
+)
+
+B_SCRIPT = (
+    """
+import time
+t0 = time.perf_counter()
+import json, sys
+sys.path.insert(0, ROOT)
+from bench import sdk_side
+with open(RENDERED) as fh:
+    rendered = json.load(fh)
+session = sdk_side.sdk_session()
+trainer = sdk_side.model_trainer(rendered, session)
+assert session.sagemaker_client.meta.service_model.service_name == "sagemaker"
+"""
+    + READY
+)
+
+EMPTY_SCRIPT = "import time\nt0 = time.perf_counter()\n" + READY
+
+# What the launcher calls on each client (the ledger and the service); a trimmed model keeps
+# exactly these operations and the shapes they reach.
+USED_OPERATIONS = {
+    "sagemaker": ("CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob"),
+    "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query"),
+}
+
+
+def a_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    return offline_env({**TRIGGER_ENV, "PYTHONDONTWRITEBYTECODE": "1", **(extra or {})})
+
+
+def measure(reps: int, asset: Path, rendered_path: Path) -> dict[str, list[Timed]]:
+    """Interleaved A/B runs (a shared, noisy CPU then hits both alike)."""
+    from bench.sdk_side import prepare_environment
+
+    b_env = offline_env(prepare_environment())
+    b_script = B_SCRIPT.replace("ROOT", repr(str(ROOT))).replace(
+        "RENDERED", repr(str(rendered_path))
+    )
+    runs: dict[str, list[Timed]] = {"A": [], "B": []}
+    # One untimed run of each warms the OS file cache.
+    time_process(A_SCRIPT, env=a_env(), cwd=asset)
+    time_process(b_script, env=b_env, cwd=ROOT)
+    for _ in range(reps):
+        runs["A"].append(time_process(A_SCRIPT, env=a_env(), cwd=asset))
+        runs["B"].append(time_process(b_script, env=b_env, cwd=ROOT))
+    return runs
+
+
+# ---------------------------------------------------------------------------------- explain
+def _trim_model(model: dict[str, Any], operations: tuple[str, ...]) -> dict[str, Any]:
+    """The service model with only ``operations`` and the shapes they reach, no docs."""
+    shapes = model["shapes"]
+    keep: set[str] = set()
+    todo: list[str] = []
+    ops = {name: model["operations"][name] for name in operations}
+    for op in ops.values():
+        for key in ("input", "output"):
+            if key in op:
+                todo.append(op[key]["shape"])
+        todo += [e["shape"] for e in op.get("errors", [])]
+    while todo:
+        name = todo.pop()
+        if name in keep:
+            continue
+        keep.add(name)
+        shape = shapes[name]
+        for member in shape.get("members", {}).values():
+            todo.append(member["shape"])
+        for key in ("member", "key", "value"):
+            if key in shape:
+                todo.append(shape[key]["shape"])
+
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "documentation"}
+        if isinstance(node, list):
+            return [strip(v) for v in node]
+        return node
+
+    return {
+        "version": model.get("version", "2.0"),
+        "metadata": model["metadata"],
+        "operations": strip(ops),
+        "shapes": strip({name: shapes[name] for name in sorted(keep)}),
+    }
+
+
+def trimmed_data_path(dest: Path) -> Path:
+    """A botocore data folder with trimmed models of the two services, for ``AWS_DATA_PATH``."""
+    import botocore
+
+    data = Path(botocore.__file__).parent / "data"
+    for service, operations in USED_OPERATIONS.items():
+        version = max(p.name for p in (data / service).iterdir() if p.is_dir())
+        raw = (data / service / version / "service-2.json.gz").read_bytes()
+        model = json.loads(gzip.decompress(raw))
+        out = dest / service / version
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "service-2.json").write_text(json.dumps(_trim_model(model, operations)))
+    return dest
+
+
+def _import_breakdown(asset: Path) -> dict[str, float]:
+    """``python -X importtime -c 'import handler'``: cumulative ms of the notable imports."""
+    proc = subprocess.run(
+        [PYTHON, "-X", "importtime", "-c", "import handler"],
+        env=a_env(),
+        cwd=asset,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    cumulative: dict[str, float] = {}
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        _self_us, cum_us, name = (p.strip() for p in line.split(":", 1)[1].split("|"))
+        if not cum_us.isdigit():
+            continue
+        cumulative[name] = int(cum_us) / 1000
+    picks = {
+        "boto3 (incl. botocore, urllib3, s3transfer)": "boto3",
+        "  of which s3transfer (boto3 only needs it for S3)": "s3transfer",
+        "jobmodel (compiled from source)": "jobmodel",
+        "ftl_trigger.doors/errors/ledger/service (compiled)": None,
+        "handler module total": "handler",
+    }
+    result: dict[str, float] = {}
+    for label, module in picks.items():
+        if module is not None:
+            result[label] = cumulative.get(module, 0.0)
+    result["ftl_trigger.doors/errors/ledger/service (compiled)"] = sum(
+        cumulative.get(m, 0.0)
+        for m in ("ftl_trigger.doors", "ftl_trigger.ledger", "ftl_trigger.service")
+    ) - cumulative.get("jobmodel", 0.0)
+    return result
+
+
+PROFILE_SCRIPT = """
+import cProfile, sys
+import boto3, botocore.config, jobmodel  # imports are measured by -X importtime
+profile = cProfile.Profile()
+profile.enable()
+import handler
+profile.disable()
+profile.dump_stats(sys.argv[1])
+"""
+
+
+def _profile_breakdown(asset: Path, out: Path) -> dict[str, float]:
+    """cProfile of the module body (imports done first): where client creation spends time."""
+    stats_path = out / "handler.prof"
+    subprocess.run(
+        [PYTHON, "-c", PROFILE_SCRIPT, str(stats_path)],
+        env=a_env(),
+        cwd=asset,
+        check=True,
+        capture_output=True,
+    )
+    stats = pstats.Stats(str(stats_path), stream=io.StringIO())
+    wanted = {
+        "import handler once boto3 is in (ftl_trigger + RUNTIME)": ("handler.py", "<module>"),
+        "create_client x2 (SageMaker, DynamoDB)": ("botocore/session.py", "create_client"),
+        "json decode (service models, endpoints, rules)": ("json/decoder.py", "raw_decode"),
+        "gzip (service-2.json.gz)": ("gzip.py", "read"),
+        "list_available_services (stat every data dir)": (
+            "botocore/loaders.py",
+            "list_available_services",
+        ),
+        "endpoint resolver (endpoints.json)": ("botocore/session.py", "create_default_resolver"),
+        "event handler registration": ("botocore/hooks.py", "register"),
+        "load_catalog": ("jobmodel/templates.py", "load_catalog"),
+    }
+    result: dict[str, float] = {}
+    for label, (path, func) in wanted.items():
+        total = 0.0
+        for (filename, _, name), row in stats.stats.items():  # type: ignore[attr-defined]
+            if filename.endswith(path) and name == func:
+                total = max(total, row[3])  # cumulative time
+        result[label] = total * 1000
+    return result
+
+
+def _json_costs() -> dict[str, float]:
+    import botocore
+
+    data = Path(botocore.__file__).parent / "data"
+    costs: dict[str, float] = {}
+    for label, rel in (
+        ("sagemaker service-2.json.gz", "sagemaker/2017-07-24/service-2.json.gz"),
+        ("dynamodb service-2.json.gz", "dynamodb/2012-08-10/service-2.json.gz"),
+        ("endpoints.json", "endpoints.json"),
+    ):
+        raw = (data / rel).read_bytes()
+        samples = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            json.loads(gzip.decompress(raw) if rel.endswith(".gz") else raw)
+            samples.append(time.perf_counter() - t0)
+        costs[f"{label} ({len(raw) // 1024} KiB): gunzip + json.loads"] = median(samples) * 1000
+    return costs
+
+
+def explain(reps: int, asset: Path, work: Path) -> dict[str, Any]:
+    """Where A's time goes, and what each candidate optimisation saves (median of ``reps``)."""
+    pyc_asset = work / "asset-pyc"
+    shutil.copytree(asset, pyc_asset)
+    compileall.compile_dir(str(pyc_asset), quiet=1)
+    trimmed = trimmed_data_path(work / "botocore-data")
+    variants = {
+        "interpreter start-up only": (EMPTY_SCRIPT, asset, {}),
+        "A as deployed": (A_SCRIPT, asset, {}),
+        "A + precompiled bytecode in the asset": (A_SCRIPT, pyc_asset, {}),
+        "A with botocore.session instead of boto3": (A_BOTOCORE_SCRIPT, asset, {}),
+        "A + trimmed service models (AWS_DATA_PATH)": (
+            A_SCRIPT,
+            asset,
+            {"AWS_DATA_PATH": str(trimmed)},
+        ),
+        "A + all three": (A_BOTOCORE_SCRIPT, pyc_asset, {"AWS_DATA_PATH": str(trimmed)}),
+    }
+    samples: dict[str, list[Timed]] = {name: [] for name in variants}
+    for _ in range(reps):
+        for name, (script, cwd, extra) in variants.items():
+            samples[name].append(time_process(script, env=a_env(extra), cwd=cwd))
+    return {
+        "variants_ms": {
+            name: (median(t.wall_s for t in runs) * 1000, median(t.cpu_s for t in runs) * 1000)
+            for name, runs in samples.items()
+        },
+        "imports_ms": _import_breakdown(asset),
+        "profile_ms": _profile_breakdown(asset, work),
+        "json_ms": _json_costs(),
+        "trimmed_model_kib": {
+            service: (next((trimmed / service).glob("*/service-2.json")).stat().st_size // 1024)
+            for service in USED_OPERATIONS
+        },
+    }
+
+
+# --------------------------------------------------------------------------------------- main
+def run(reps: int = 7, *, do_explain: bool = False) -> dict[str, Any]:
+    from bench.sdk_side import rendered_example
+
+    work = tempdir("cold")
+    try:
+        asset = trigger_asset(work / "asset")
+        rendered_path = work / "rendered.json"
+        rendered_path.write_text(json.dumps(rendered_example()))
+        runs = measure(reps, asset, rendered_path)
+        a_wall = median(t.wall_s for t in runs["A"])
+        b_wall = median(t.wall_s for t in runs["B"])
+        result: dict[str, Any] = {
+            "reps": reps,
+            "python": sys.version.split()[0],
+            "A_wall_s": a_wall,
+            "B_wall_s": b_wall,
+            "A_inner_s": median(t.inner_s for t in runs["A"]),
+            "B_inner_s": median(t.inner_s for t in runs["B"]),
+            "A_cpu_s": median(t.cpu_s for t in runs["A"]),
+            "B_cpu_s": median(t.cpu_s for t in runs["B"]),
+            "A_all_s": [t.wall_s for t in runs["A"]],
+            "B_all_s": [t.wall_s for t in runs["B"]],
+            "ratio": b_wall / a_wall,
+            "cpu_ratio": median(t.cpu_s for t in runs["B"]) / median(t.cpu_s for t in runs["A"]),
+            "target": TARGET,
+        }
+        if do_explain:
+            result["explain"] = explain(max(5, reps // 2), asset, work)
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = [
+        f"cold start (fresh processes, median of {result['reps']}, Python {result['python']}):",
+        f"  A launcher  import handler -> RUNTIME ready: {fmt_ms(result['A_wall_s'])} "
+        f"(in-process {fmt_ms(result['A_inner_s'])}, CPU {fmt_ms(result['A_cpu_s'])})",
+        f"  B SDK       import + Session + ModelTrainer: {fmt_ms(result['B_wall_s'])} "
+        f"(in-process {fmt_ms(result['B_inner_s'])}, CPU {fmt_ms(result['B_cpu_s'])})",
+        f"  ratio B/A: {result['ratio']:.1f}x wall, {result['cpu_ratio']:.1f}x CPU "
+        f"(target >= {TARGET:.0f}x)",
+    ]
+    ex = result.get("explain")
+    if ex:
+        lines.append("  where A's time goes (-X importtime, cumulative):")
+        lines += [f"    {k}: {v:.0f} ms" for k, v in ex["imports_ms"].items()]
+        lines.append("  module body (cProfile, cumulative; overlaps):")
+        lines += [f"    {k}: {v:.0f} ms" for k, v in ex["profile_ms"].items()]
+        lines += [f"    {k}: {v:.0f} ms" for k, v in ex["json_ms"].items()]
+        lines.append("  candidate optimisations (fresh process to ready, median wall / CPU):")
+        lines += [
+            f"    {k}: {wall:.0f} ms / {cpu:.0f} ms" for k, (wall, cpu) in ex["variants_ms"].items()
+        ]
+        lines.append(
+            "    trimmed models: "
+            + ", ".join(f"{k} {v} KiB" for k, v in ex["trimmed_model_kib"].items())
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--explain", action="store_true", help="break A's time down")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+    result = run(args.reps, do_explain=args.explain)
+    print(report(result))
+    write_json(args.json, result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
