@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from ftl_constructs.bundling import ROOT, lambda_bundle
-from ftl_constructs.launcher import LAMBDA_RUNTIME, key_use_statement, lambda_checkov_skips
+from ftl_constructs.bundling import ROOT
 from ftl_constructs.nag import acknowledge, checkov_skip
+from ftl_constructs.platform_function import PlatformFunction
 
 EVENT_DETAIL_TYPE = "SageMaker Training Job State Change"
 
@@ -50,33 +49,6 @@ class JobEvents(Construct):
             enforce_ssl=True,
         )
 
-        log_group = logs.LogGroup(
-            self,
-            "HandlerLogs",
-            encryption_key=encryption_key,
-            retention=log_retention,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        role = iam.Role(
-            self,
-            "HandlerRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="Fine-tuning job events: ledger updates and notifications",
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[log_group.log_group_arn],
-            )
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(actions=["dynamodb:UpdateItem"], resources=[table.table_arn])
-        )
-        role.add_to_policy(
-            iam.PolicyStatement(actions=["sns:Publish"], resources=[self.topic.topic_arn])
-        )
-        role.add_to_policy(key_use_statement(encryption_key))
-
         self.dead_letter_queue = sqs.Queue(
             self,
             "DeadLetters",
@@ -97,24 +69,21 @@ class JobEvents(Construct):
             "without extra key-policy grants.",
         )
 
-        bundle = lambda_bundle("job-events", code_dir=ROOT / "lambda" / "job_events")
-        self.function = lambda_.Function(
+        self.handler = PlatformFunction(
             self,
             "Handler",
             description="Fine-tuning job state changes -> ledger and SNS",
-            runtime=LAMBDA_RUNTIME,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="handler.handler",
-            code=lambda_.Code.from_asset(str(bundle)),
-            role=role,
-            memory_size=256,
-            timeout=Duration.seconds(30),
+            code_dir=ROOT / "lambda" / "job_events",
+            encryption_key=encryption_key,
+            log_retention=log_retention,
             environment={"FTL_JOB_TABLE": table.table_name, "FTL_TOPIC_ARN": self.topic.topic_arn},
-            log_group=log_group,
-            environment_encryption=encryption_key,
             dead_letter_queue=self.dead_letter_queue,
         )
-        lambda_checkov_skips(self.function)
+        self.function = self.handler.function
+        self.handler.policy.add_statements(
+            iam.PolicyStatement(actions=["dynamodb:UpdateItem"], resources=[table.table_arn]),
+            iam.PolicyStatement(actions=["sns:Publish"], resources=[self.topic.topic_arn]),
+        )
 
         self.rule = events.Rule(
             self,

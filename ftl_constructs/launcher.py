@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
@@ -13,46 +13,20 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from ftl_constructs.bundling import ROOT, lambda_bundle, source_tarball
+from ftl_constructs.bundling import ROOT, source_tarball
 from ftl_constructs.job_template import TrainingJobTemplate
 from ftl_constructs.nag import acknowledge_resource, checkov_skip
+from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
 from jobmodel import dump_catalog
 
-LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14
 PLATFORM_TAG = "ftl:platform"
-
-
-def key_use_statement(key: kms.IKey) -> iam.PolicyStatement:
-    """Encrypt and decrypt with the platform key (ledger items, SNS messages), nothing more."""
-    return iam.PolicyStatement(
-        sid="UsePlatformKey",
-        actions=["kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"],
-        resources=[key.key_arn],
-    )
-
-
-def lambda_checkov_skips(function: lambda_.Function) -> None:
-    """Skips that hold for every platform function, with their reasons."""
-    checkov_skip(
-        function,
-        "CKV_AWS_115",
-        "Reserved concurrency would take capacity from the account's pool and can fail "
-        "deploys in accounts with low limits; API throttling bounds the load instead.",
-    )
-    checkov_skip(
-        function,
-        "CKV_AWS_117",
-        "The function calls only AWS APIs (SageMaker, DynamoDB, SNS) over TLS with IAM; "
-        "it reaches nothing inside the training VPC.",
-    )
 
 
 class JobLauncher(Construct):
@@ -114,27 +88,36 @@ class JobLauncher(Construct):
             sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
         )
 
-        log_group = logs.LogGroup(
+        environment = {
+            "FTL_PLATFORM_NAME": platform_name,
+            "FTL_REGION": stack.region,
+            "FTL_ROLE_ARN": training_role.role.role_arn,
+            "FTL_DATA_BUCKET": data_bucket.bucket_name,
+            "FTL_CHECKPOINT_BUCKET": checkpoint_bucket.bucket_name,
+            "FTL_ARTIFACT_BUCKET": artifact_bucket.bucket_name,
+            "FTL_KMS_KEY_ARN": encryption_key.key_arn,
+            "FTL_SOURCE_S3_URI": self.source_asset.s3_object_url,
+            "FTL_JOB_TABLE": self.table.table_name,
+            "FTL_PLATFORM_TAGS": json.dumps(dict(platform_tags or {}), sort_keys=True),
+            "FTL_ALLOWED_INPUT_BUCKETS": ",".join(extra_input_buckets),
+        }
+        if subnets and security_group is not None:
+            environment["FTL_SUBNETS"] = ",".join(s.subnet_id for s in subnets)
+            environment["FTL_SECURITY_GROUPS"] = security_group.security_group_id
+        self.trigger = PlatformFunction(
             self,
-            "TriggerLogs",
+            "Trigger",
+            description="Fine-tuning launcher: validate, record and start training jobs",
+            code_dir=ROOT / "lambda" / "trigger",
+            packages=[ROOT / "jobmodel"],
+            files={"catalog.json": dump_catalog(specs)},
             encryption_key=encryption_key,
-            retention=log_retention,
-            removal_policy=RemovalPolicy.RETAIN,
+            log_retention=log_retention,
+            environment=environment,
+            memory_size=512,
         )
-        role = iam.Role(
-            self,
-            "TriggerRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="Fine-tuning launcher: starts jobs from the catalog only",
-        )
-        policy = iam.Policy(self, "TriggerPolicy", roles=[role])
-        policy.add_statements(
-            iam.PolicyStatement(
-                sid="WriteOwnLogs",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[log_group.log_group_arn],
-            )
-        )
+        self.function = self.trigger.function
+        policy = self.trigger.policy
         self._grant_sagemaker(
             policy,
             stack,
@@ -158,54 +141,14 @@ class JobLauncher(Construct):
                 ],
                 resources=[self.table.table_arn, f"{self.table.table_arn}/index/by-created"],
             ),
-            key_use_statement(encryption_key),
         )
 
-        bundle = lambda_bundle(
-            "trigger",
-            code_dir=ROOT / "lambda" / "trigger",
-            packages=[ROOT / "jobmodel"],
-            files={"catalog.json": dump_catalog(specs)},
-        )
-        environment = {
-            "FTL_PLATFORM_NAME": platform_name,
-            "FTL_REGION": stack.region,
-            "FTL_ROLE_ARN": training_role.role.role_arn,
-            "FTL_DATA_BUCKET": data_bucket.bucket_name,
-            "FTL_CHECKPOINT_BUCKET": checkpoint_bucket.bucket_name,
-            "FTL_ARTIFACT_BUCKET": artifact_bucket.bucket_name,
-            "FTL_KMS_KEY_ARN": encryption_key.key_arn,
-            "FTL_SOURCE_S3_URI": self.source_asset.s3_object_url,
-            "FTL_JOB_TABLE": self.table.table_name,
-            "FTL_PLATFORM_TAGS": json.dumps(dict(platform_tags or {}), sort_keys=True),
-            "FTL_ALLOWED_INPUT_BUCKETS": ",".join(extra_input_buckets),
-        }
-        if subnets and security_group is not None:
-            environment["FTL_SUBNETS"] = ",".join(s.subnet_id for s in subnets)
-            environment["FTL_SECURITY_GROUPS"] = security_group.security_group_id
-        self.function = lambda_.Function(
-            self,
-            "Trigger",
-            description="Fine-tuning launcher: validate, record and start training jobs",
-            runtime=LAMBDA_RUNTIME,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="handler.handler",
-            code=lambda_.Code.from_asset(str(bundle)),
-            role=role,
-            memory_size=512,
-            timeout=Duration.seconds(30),
-            environment=environment,
-            log_group=log_group,
-            environment_encryption=encryption_key,
-        )
-        lambda_checkov_skips(self.function)
         checkov_skip(
             self.function,
             "CKV_AWS_116",
             "Invoked synchronously only (Lambda Invoke and the HTTP API); a dead-letter "
             "queue applies to asynchronous invocations.",
         )
-        self.function.node.add_dependency(policy)
 
         self._http_api(stack, log_retention, encryption_key, api_settings)
 
