@@ -127,6 +127,22 @@ def _require_int(field_name: str, value: Any) -> int:
     return value
 
 
+def _bounded_int(
+    payload: Mapping[str, Any], field_name: str, default: int, high: int, template: str
+) -> int:
+    """An optional integer field from 1 to ``high``; the template's default when absent."""
+    value = _opt(payload, field_name)
+    if value is None:
+        return default
+    _require_int(field_name, value)
+    if not 1 <= value <= high:
+        raise ValidationError(
+            field_name,
+            f"{field_name} must be between 1 and {high} for template {template}, got {value}",
+        )
+    return value
+
+
 def _require_mapping(field_name: str, value: Any) -> Mapping[Any, Any]:
     if not isinstance(value, Mapping):
         raise ValidationError(
@@ -244,18 +260,9 @@ def validate_submit(
             f"got {R.show(instance_type)}",
         )
 
-    count = _opt(payload, "instance_count")
-    if count is None:
-        count = spec.default_instance_count
-    else:
-        _require_int("instance_count", count)
-        if not 1 <= count <= spec.max_instance_count:
-            raise ValidationError(
-                "instance_count",
-                f"instance_count must be between 1 and {spec.max_instance_count} for template "
-                f"{spec.name}, "
-                f"got {count}",
-            )
+    count = _bounded_int(
+        payload, "instance_count", spec.default_instance_count, spec.max_instance_count, spec.name
+    )
     kind = spec.distribution.kind
     if count > 1 and kind == "none":
         raise ValidationError(
@@ -292,18 +299,13 @@ def validate_submit(
             "spot", f"spot needs checkpointing, which template {spec.name} turns off"
         )
 
-    runtime = _opt(payload, "max_runtime_seconds")
-    if runtime is None:
-        runtime = spec.default_runtime_seconds
-    else:
-        _require_int("max_runtime_seconds", runtime)
-        if not 1 <= runtime <= spec.max_runtime_seconds:
-            raise ValidationError(
-                "max_runtime_seconds",
-                f"max_runtime_seconds must be between 1 and {spec.max_runtime_seconds} for "
-                f"template {spec.name}, "
-                f"got {runtime}",
-            )
+    runtime = _bounded_int(
+        payload,
+        "max_runtime_seconds",
+        spec.default_runtime_seconds,
+        spec.max_runtime_seconds,
+        spec.name,
+    )
 
     wait_limit = max(spec.max_wait_seconds, runtime)
     max_wait = _opt(payload, "max_wait_seconds")

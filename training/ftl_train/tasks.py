@@ -135,6 +135,19 @@ def _map(
     )
 
 
+def _map_splits(train_raw: Any, eval_raw: Any, fn: Callable, *, key: list, desc: str) -> list:
+    """``_map`` over the train and eval splits (either may be absent); ``desc`` has a ``{}``
+    for the split name."""
+    return [
+        None
+        if raw is None
+        else _map(
+            raw, fn, key=key + [split], remove_columns=raw.column_names, desc=desc.format(split)
+        )
+        for raw, split in ((train_raw, "train"), (eval_raw, "eval"))
+    ]
+
+
 def _limit(ds: Any, n: int | None) -> Any:
     if ds is None or n is None or len(ds) <= n:
         return ds
@@ -500,20 +513,7 @@ def prepare_classification(
         num_labels,
         _tokenizer_key(tokenizer),
     ]
-    out = []
-    for raw, split in ((train_raw, "train"), (eval_raw, "eval")):
-        if raw is None:
-            out.append(None)
-            continue
-        out.append(
-            _map(
-                raw,
-                tokenize,
-                key=key + [split],
-                remove_columns=raw.column_names,
-                desc=f"classification {split}",
-            )
-        )
+    out = _map_splits(train_raw, eval_raw, tokenize, key=key, desc="classification {}")
 
     collator = (
         default_data_collator
@@ -583,20 +583,7 @@ def prepare_lm(
         return result
 
     key = ["lm", hp.task, text_col, block, _tokenizer_key(tokenizer)]
-    out = []
-    for raw, split in ((train_raw, "train"), (eval_raw, "eval")):
-        if raw is None:
-            out.append(None)
-            continue
-        out.append(
-            _map(
-                raw,
-                tokenize_and_group,
-                key=key + [split],
-                remove_columns=raw.column_names,
-                desc=f"{hp.task} {split} blocks",
-            )
-        )
+    out = _map_splits(train_raw, eval_raw, tokenize_and_group, key=key, desc=hp.task + " {} blocks")
 
     collator = DataCollatorForLanguageModeling(
         tokenizer,
