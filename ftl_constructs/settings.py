@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobmodel._rules import is_bucket_name
+
 CONTEXT_PREFIX = "ftl:"
 
 NETWORK_MODES = ("none", "new", "existing")
@@ -23,7 +25,6 @@ _ACCOUNT_RE = re.compile(r"^\d{12}$")
 _VPC_ID_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 _SUBNET_ID_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _AZ_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$")
-_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _CIDR_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-8])$")
 
 
@@ -133,7 +134,7 @@ class PlatformSettings:
 
         extra = v["extraInputBuckets"] if v["extraInputBuckets"] is not None else []
         if not isinstance(extra, list) or not all(
-            isinstance(b, str) and _BUCKET_RE.match(b) for b in extra
+            isinstance(b, str) and is_bucket_name(b) for b in extra
         ):
             raise ContextError("extraInputBuckets", "a list of S3 bucket names", extra)
 

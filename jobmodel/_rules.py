@@ -50,6 +50,11 @@ _TAG_EXTRA = frozenset("_.:/=+-@")
 HP_TYPES = ("int", "float", "bool", "str")
 
 
+def is_bucket_name(name: str) -> bool:
+    """An S3 bucket name: 3-63 of lowercase letters, digits, '.' and '-', no '..'."""
+    return BUCKET_RE.fullmatch(name) is not None and ".." not in name
+
+
 def is_json_scalar(value: Any) -> bool:
     """A JSON scalar: str, int, finite float, bool or None."""
     t = type(value)
@@ -133,7 +138,7 @@ def bucket_of_s3_uri(uri: str) -> tuple[str | None, str]:
     bucket, slash, key = rest.partition("/")
     if not slash:
         return None, "must be s3://<bucket>/<prefix> (a '/' after the bucket name)"
-    if BUCKET_RE.fullmatch(bucket) is None or ".." in bucket:
+    if not is_bucket_name(bucket):
         return None, f"has an invalid bucket name {bucket!r}"
     problem = s3_prefix_problem(key)
     if problem is not None:
