@@ -308,7 +308,7 @@ def test_existing_vpc_mode_synthesizes_without_lookups():
         ({"existingVpc": EXISTING_VPC}, "ftl:existingVpc"),
         ({"tags": {"aws:owner": "x"}}, "ftl:tags"),
         ({"extraInputBuckets": ["Not_A_Bucket"]}, "ftl:extraInputBuckets"),
-    ({"extraInputBuckets": ["two..dots"]}, "ftl:extraInputBuckets"),
+        ({"extraInputBuckets": ["two..dots"]}, "ftl:extraInputBuckets"),
         ({"typo": 1}, "ftl:typo"),
     ],
 )
