@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import shutil
 import tarfile
 import tempfile
@@ -45,14 +46,32 @@ def source_tarball(source_dir: Path, out_dir: Path) -> Path:
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(data))
+    packed = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=packed, mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / "sourcedir.tar.gz"
-    with (
-        open(target, "wb") as fh,
-        gzip.GzipFile(filename="", mode="wb", fileobj=fh, mtime=0, compresslevel=9) as gz,
-    ):
-        gz.write(raw.getvalue())
+    _replace_atomically(target, packed.getvalue())
     return target
+
+
+def _replace_atomically(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` so that a reader never sees a partial file.
+
+    Several synths may share one output folder (parallel test workers, a deploy running
+    beside a test): each writes a private temporary file and renames it into place, and
+    an identical file already there is left alone.
+    """
+    if target.is_file() and target.read_bytes() == data:
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def lambda_bundle(
@@ -84,6 +103,12 @@ def lambda_bundle(
     final = Path(tempfile.gettempdir()) / f"ftl-{name}-{digest.hexdigest()[:16]}"
     if final.exists():
         shutil.rmtree(staging)
-    else:
+        return final
+    try:
         staging.rename(final)
+    except OSError:
+        # Another process built the same content first: theirs is as good as ours.
+        if not final.is_dir():
+            raise
+        shutil.rmtree(staging)
     return final

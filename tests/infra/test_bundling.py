@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tarfile
+import threading
 import time
 
 from ftl_constructs.bundling import ROOT, lambda_bundle, source_tarball
@@ -26,6 +27,38 @@ def test_source_tarball_is_byte_for_byte_reproducible(tmp_path):
     with tarfile.open(tmp_path / "a" / "sourcedir.tar.gz") as tar:
         assert sorted(tar.getnames()) == ["pkg/mod.py", "train.py"]
         assert {m.mtime for m in tar.getmembers()} == {0}
+
+
+def test_a_reader_never_sees_a_partial_archive_while_synths_share_the_folder(tmp_path):
+    # Parallel synths write the same output path; a deploy reading it mid-write once
+    # uploaded an empty archive. Every read must be one whole archive or the other.
+    sources = []
+    for name in ("a", "b"):
+        src = tmp_path / f"src-{name}"
+        src.mkdir()
+        (src / "train.py").write_bytes(name.encode() * 200_000)
+        sources.append(src)
+    whole = {
+        source_tarball(src, tmp_path / f"ref-{i}").read_bytes() for i, src in enumerate(sources)
+    }
+    shared = tmp_path / "shared"
+    target = source_tarball(sources[0], shared)
+    done = threading.Event()
+
+    def writer() -> None:
+        for i in range(40):
+            source_tarball(sources[i % 2], shared)
+        done.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    reads = 0
+    while not done.is_set():
+        assert target.read_bytes() in whole
+        reads += 1
+    thread.join()
+    assert reads > 0
+    assert not [p for p in shared.iterdir() if p.name != "sourcedir.tar.gz"], "no temp files left"
 
 
 def test_shipped_training_source_has_the_entrypoint(tmp_path):
