@@ -63,6 +63,15 @@ def assets(assembly: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def trigger_asset(found: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The trigger Lambda's code asset among ``found`` (its path has a ``Trigger`` part)."""
+    for name, asset in found.items():
+        parts = name.split("/")
+        if "Trigger" in parts and parts[-1] == "Code":
+            return asset
+    raise LookupError(f"no trigger code asset among {sorted(found)}")
+
+
 def sdk_package_size() -> tuple[int, int, int]:
     import importlib.util
 
@@ -81,7 +90,7 @@ def run(assembly: Path | None = None) -> dict[str, Any]:
         _synth(ROOT, assembly)
     try:
         found = assets(assembly)
-        trigger = next(v for k, v in found.items() if k.endswith("Trigger/Code"))
+        trigger = trigger_asset(found)
         files, raw, zipped = sdk_package_size()
         return {
             "assets": found,
