@@ -26,21 +26,13 @@ from ftl_client.client import (
     interruptions_of,
     metrics_of,
 )
+from jobmodel.contract import JOB_STATUSES
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_JOB_FAILED = 3
 EXIT_INTERRUPTED = 130
-JOB_STATUSES = (
-    "Submitting",
-    "InProgress",
-    "Completed",
-    "Failed",
-    "Stopping",
-    "Stopped",
-    "FailedToStart",
-)
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 

@@ -26,22 +26,14 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
+from jobmodel.contract import HTTP_STATUS, TERMINAL_STATUSES
+
 DEFAULT_STACK = "ftl-launcher"
 TRANSPORTS = ("invoke", "http")
-TERMINAL = frozenset({"Completed", "Failed", "Stopped", "FailedToStart"})
 SUCCEEDED = "Completed"
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 INTERRUPTED = "Interrupted"
 
-# The contract's error types and their HTTP statuses (the same for both doors).
-HTTP_STATUS = {
-    "ValidationError": 400,
-    "NotFound": 404,
-    "Conflict": 409,
-    "Throttled": 429,
-    "CapacityError": 503,
-    "UpstreamError": 502,
-}
 # Errors the caller can fix by changing the request or the client's configuration.
 CLIENT_ERRORS = frozenset({"ValidationError", "NotFound", "Conflict", "ConfigError"})
 
@@ -131,7 +123,7 @@ class Progress:
 
     @property
     def done(self) -> bool:
-        return self.status in TERMINAL
+        return self.status in TERMINAL_STATUSES
 
     @property
     def succeeded(self) -> bool:
@@ -388,7 +380,7 @@ class LauncherClient:
                 }
             if not follow:
                 return
-            if not fresh and self.describe(name).get("status") in TERMINAL:
+            if not fresh and self.describe(name).get("status") in TERMINAL_STATUSES:
                 # One last look: lines may land between the poll and the status change.
                 late = [e for e in self._log_events(logs, name, since) if e["eventId"] not in seen]
                 for event in late:

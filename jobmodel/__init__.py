@@ -4,6 +4,7 @@ Standard library only: the CDK constructs use it at synth time and the trigger
 Lambda carries a copy at run time.
 """
 
+from .contract import HTTP_STATUS, JOB_STATUSES, TERMINAL_STATUSES
 from .errors import JobModelError, NotFound, TemplateError, ValidationError
 from .instances import INSTANCE_TYPES, InstanceType, efa_environment, get_instance_type
 from .platform import PlatformConfig
@@ -36,11 +37,14 @@ from .templates import (
 __all__ = [
     "CATALOG_VERSION",
     "CHECKPOINT_LOCAL_PATH",
+    "HTTP_STATUS",
+    "JOB_STATUSES",
     "DISTRIBUTION_KINDS",
     "INPUT_MODES",
     "INSTANCE_TYPES",
     "SUBMIT_FIELDS",
     "TENSORBOARD_LOCAL_PATH",
+    "TERMINAL_STATUSES",
     "Distribution",
     "HyperparameterRule",
     "InputChannel",

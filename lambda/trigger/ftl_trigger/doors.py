@@ -10,8 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ftl_trigger.errors import HTTP_STATUS, UpstreamError
-from jobmodel import JobModelError, NotFound, ValidationError
+from ftl_trigger.errors import UpstreamError
+from jobmodel import HTTP_STATUS, JobModelError, NotFound, ValidationError
 
 ACTIONS = ("submit", "describe", "stop", "list", "templates")
 MAX_BODY_BYTES = 64 * 1024

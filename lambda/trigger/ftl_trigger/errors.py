@@ -19,13 +19,3 @@ class CapacityError(JobModelError):
 
 class UpstreamError(JobModelError):
     type = "UpstreamError"
-
-
-HTTP_STATUS = {
-    "ValidationError": 400,
-    "NotFound": 404,
-    "Conflict": 409,
-    "Throttled": 429,
-    "CapacityError": 503,
-    "UpstreamError": 502,
-}

@@ -22,6 +22,8 @@ from ftl_trigger.errors import CapacityError, Conflict, Throttled, UpstreamError
 from ftl_trigger.ledger import Ledger, NameTaken, TokenTaken
 from ftl_trigger.runtime import Runtime
 from jobmodel import (
+    JOB_STATUSES,
+    TERMINAL_STATUSES,
     JobModelError,
     NotFound,
     ValidationError,
@@ -35,7 +37,6 @@ from jobmodel import (
 )
 
 LOG = logging.getLogger("ftl.trigger")
-TERMINAL = frozenset({"Completed", "Failed", "Stopped", "FailedToStart"})
 SUBMITTING = "Submitting"
 THROTTLE_CODES = frozenset(
     {
@@ -47,15 +48,6 @@ THROTTLE_CODES = frozenset(
     }
 )
 LIST_FIELDS = frozenset({"template", "status", "limit", "next_token"})
-JOB_STATUSES = (
-    "Submitting",
-    "InProgress",
-    "Completed",
-    "Failed",
-    "Stopping",
-    "Stopped",
-    "FailedToStart",
-)
 # How long a duplicate waits for the first request of a client token to finish creating its
 # job before it completes the creation itself (same job name, so never a second job).
 WAIT_FOR_PEER_S = 5.0
@@ -237,7 +229,7 @@ class Launcher:
         job = self._ledger_call(self.ledger.get_job, name)
         if job is None:
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
-        if job["status"] not in TERMINAL and job["status"] != SUBMITTING:
+        if job["status"] not in TERMINAL_STATUSES and job["status"] != SUBMITTING:
             described = self._describe_remote(name)
             if described is not None:
                 changes = remote_fields(described)
@@ -261,7 +253,7 @@ class Launcher:
     # ------------------------------------------------------------------ stop
     def stop(self, name: str) -> dict[str, Any]:
         job = self.describe(name)
-        if job["status"] in TERMINAL or job["status"] == "Stopping":
+        if job["status"] in TERMINAL_STATUSES or job["status"] == "Stopping":
             return job
         try:
             self.rt.sagemaker.stop_training_job(TrainingJobName=name)

@@ -1,0 +1,37 @@
+"""The launcher's public vocabulary (CONTRACT.md): job statuses and error types.
+
+The trigger answers with these and the ``ftl`` client reads them, so both sides of the
+contract take them from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+__all__ = ["HTTP_STATUS", "JOB_STATUSES", "TERMINAL_STATUSES"]
+
+# Every status a ledger record can hold; Submitting and FailedToStart are the launcher's own.
+JOB_STATUSES: tuple[str, ...] = (
+    "Submitting",
+    "InProgress",
+    "Completed",
+    "Failed",
+    "Stopping",
+    "Stopped",
+    "FailedToStart",
+)
+# A job in one of these will not change again.
+TERMINAL_STATUSES: frozenset[str] = frozenset({"Completed", "Failed", "Stopped", "FailedToStart"})
+
+# The contract's error types and their HTTP statuses (the same for both doors).
+HTTP_STATUS: Mapping[str, int] = MappingProxyType(
+    {
+        "ValidationError": 400,
+        "NotFound": 404,
+        "Conflict": 409,
+        "Throttled": 429,
+        "CapacityError": 503,
+        "UpstreamError": 502,
+    }
+)
