@@ -13,16 +13,11 @@ from typing import Any
 
 import boto3
 
+from bench._common import ACCOUNT, REGION, TRIGGER_ENV
+from bench._common import IMAGE as FAKE_IMAGE
 from jobmodel import dump_catalog, shipped_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
-FAKE_IMAGE = (
-    "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
-    "2.5.1-transformers4.49.0-gpu-py311-cu124-ubuntu22.04"
-)
-ACCOUNT = "123456789012"
-ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/ftl-training"
-KEY_ARN = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
 
 
 @dataclass
@@ -81,20 +76,13 @@ def create_ledger_table(dynamodb: Any, name: str) -> None:
 
 
 def trigger_env(endpoint: str, tmp: Path, *, table: str = "ftl-jobs") -> dict[str, str]:
+    """The launcher stack's trigger environment, pointed at moto and a catalog file in ``tmp``."""
     return {
+        **TRIGGER_ENV,
         "AWS_ENDPOINT_URL": endpoint,
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-        "FTL_PLATFORM_NAME": "ftl",
-        "FTL_REGION": "us-east-1",
-        "FTL_ROLE_ARN": ROLE_ARN,
-        "FTL_DATA_BUCKET": "ftl-data",
-        "FTL_CHECKPOINT_BUCKET": "ftl-checkpoints",
-        "FTL_ARTIFACT_BUCKET": "ftl-artifacts",
-        "FTL_KMS_KEY_ARN": KEY_ARN,
-        "FTL_SOURCE_S3_URI": "s3://cdk-assets/sourcedir.tar.gz",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
         "FTL_JOB_TABLE": table,
-        "FTL_PLATFORM_TAGS": json.dumps({"project": "fine-tuning-platform"}),
         "FTL_CATALOG_PATH": str(write_catalog(tmp / "catalog.json")),
     }
 

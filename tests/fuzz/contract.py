@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.expected import JOB_FIELDS
 from tests.lambda_support import http_event
 
 HTTP_STATUS = {
@@ -32,20 +33,6 @@ HTTP_STATUS = {
 # What a caller can cause. UpstreamError (an AWS failure or the launcher's own internal error)
 # and the capacity/throttling types must never come from input alone.
 CALLER_ERRORS = frozenset({"ValidationError", "NotFound", "Conflict"})
-JOB_FIELDS = frozenset(
-    {
-        "job_name",
-        "job_arn",
-        "template",
-        "status",
-        "instance_type",
-        "instance_count",
-        "spot",
-        "checkpoint_s3_uri",
-        "output_s3_uri",
-        "console_url",
-    }
-)
 WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")
 
 

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import jobmodel as jm
 from bench.load import ledger_items
 from tests.fuzz.contract import (
     Door,
@@ -34,19 +35,8 @@ SCALE = float(os.environ.get("FUZZ_EXAMPLES", "2"))
 DATA_BUCKET = "ftl-data"
 JOB_NAME_RE = r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
 BASE = {"template": "distilbert-spot"}
-SUBMIT_FIELDS = [
-    "template",
-    "job_name",
-    "hyperparameters",
-    "instance_type",
-    "instance_count",
-    "spot",
-    "max_runtime_seconds",
-    "max_wait_seconds",
-    "inputs",
-    "tags",
-    "client_token",
-]
+# Every field a submit may carry, except "action" (the direct door's own).
+SUBMIT_FIELDS = sorted(jm.SUBMIT_FIELDS - {"action"})
 
 
 def fuzz_settings(examples: int):  # noqa: ANN201

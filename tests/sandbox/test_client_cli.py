@@ -15,18 +15,11 @@ from pathlib import Path
 import pytest
 
 from sandbox.http_api import LocalHttpApi
+from tests.expected import SHIPPED_TEMPLATES
 
 ROOT = Path(__file__).resolve().parents[2]
 _SCRIPT = Path(sys.executable).parent / "ftl"
 FTL = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "ftl_client"]
-SHIPPED = [
-    "bert-large-qa",
-    "roberta-large-mnli-mp",
-    "distilbert-spot",
-    "distilbert-multilingual-sentiment",
-    "albert-mlm-pretrain",
-    "gpt-tp-sharded",
-]
 BAD_COUNT = (
     "error: ValidationError: instance_count must be between 1 and 16 for template "
     "bert-large-qa, got 40 (field: instance_count)"
@@ -75,11 +68,11 @@ def test_templates_as_a_table_and_as_json(ftl):
         "RUN",
         "OVERRIDABLE",
     ]
-    for name in SHIPPED:
+    for name in SHIPPED_TEMPLATES:
         assert name in table
     assert "learning_rate: float 1e-06..0.001" in table and "ml.p4d.24xlarge*" in table
     templates = json.loads(ok(ftl("templates", "--json")))["templates"]
-    assert [t["name"] for t in templates] == SHIPPED
+    assert [t["name"] for t in templates] == SHIPPED_TEMPLATES
 
 
 def test_submit_status_list_stop(deployed, ftl):
@@ -212,7 +205,7 @@ def test_logs_prints_the_jobs_streams_in_order(deployed, ftl):
 def test_the_http_door_signs_requests_and_knows_the_caller(ftl, http_api):
     http = ["--via", "http", "--api-url", http_api.url]
     templates = json.loads(ok(ftl(*http, "--json", "templates")))["templates"]
-    assert [t["name"] for t in templates] == SHIPPED
+    assert [t["name"] for t in templates] == SHIPPED_TEMPLATES
     out = ok(
         ftl(*http, "submit", "distilbert-spot", "--name", "cli-http", "--wait", "--poll", "0.2")
     )

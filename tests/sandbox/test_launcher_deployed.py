@@ -8,16 +8,8 @@ import json
 import pytest
 
 from sandbox.runner import DeployedFunction
+from tests.expected import SHIPPED_TEMPLATES
 from tests.lambda_support import http_event
-
-SHIPPED = [
-    "bert-large-qa",
-    "roberta-large-mnli-mp",
-    "distilbert-spot",
-    "distilbert-multilingual-sentiment",
-    "albert-mlm-pretrain",
-    "gpt-tp-sharded",
-]
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +29,13 @@ def test_deployed_configuration_points_at_the_deployed_resources(deployed, trigg
 
 
 def test_templates_are_the_shipped_catalog_with_resolved_images(trigger):
-    assert [t["name"] for t in trigger({"action": "templates"})["templates"]] == SHIPPED
+    assert [t["name"] for t in trigger({"action": "templates"})["templates"]] == SHIPPED_TEMPLATES
     specs = trigger.module.RUNTIME.catalog
     for spec in specs.values():
         assert spec.image_uri.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/")
 
 
-@pytest.mark.parametrize("template", SHIPPED)
+@pytest.mark.parametrize("template", SHIPPED_TEMPLATES)
 def test_every_shipped_template_starts_a_job_that_reads_back(deployed, trigger, template):
     resp = trigger(
         {

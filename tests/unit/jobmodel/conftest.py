@@ -9,11 +9,7 @@ from typing import Any
 import pytest
 
 import jobmodel as jm
-
-FAKE_IMAGE = (
-    "763104351884.dkr.ecr.us-east-1.amazonaws.com/"
-    "huggingface-pytorch-training:2.5.1-transformers4.49.0-gpu-py311-cu124-ubuntu22.04"
-)
+from bench._common import IMAGE as FAKE_IMAGE
 
 
 @pytest.fixture(scope="session")

@@ -11,15 +11,8 @@ from typing import Any
 import pytest
 
 import jobmodel as jm
+from tests.expected import SHIPPED_TEMPLATES
 
-SHIPPED = [
-    "bert-large-qa",
-    "roberta-large-mnli-mp",
-    "distilbert-spot",
-    "distilbert-multilingual-sentiment",
-    "albert-mlm-pretrain",
-    "gpt-tp-sharded",
-]
 ENTRYPOINT_HYPERPARAMETERS = {
     "task", "model_name_or_path", "max_seq_length", "doc_stride", "pad_to_max_length",
     "learning_rate", "num_train_epochs", "max_steps", "per_device_train_batch_size",
@@ -55,10 +48,10 @@ def _rule_of(spec: jm.TemplateSpec, *, require_image: bool = False) -> str:
 
 
 def test_shipped_catalog_has_one_template_per_seed(shipped: dict[str, jm.TemplateSpec]) -> None:
-    assert list(shipped) == SHIPPED
+    assert list(shipped) == SHIPPED_TEMPLATES
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", SHIPPED_TEMPLATES)
 def test_shipped_template_is_valid(shipped: dict[str, jm.TemplateSpec], name: str) -> None:
     spec = shipped[name]
     jm.validate_template(spec, require_image=False)
@@ -113,7 +106,7 @@ def _huggingface_training_versions() -> dict[str, Any]:
     return json.loads(path.read_text())["training"]["versions"]
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", SHIPPED_TEMPLATES)
 def test_shipped_framework_versions_exist_in_sagemaker(
     shipped: dict[str, jm.TemplateSpec], name: str
 ) -> None:
@@ -127,7 +120,7 @@ def test_shipped_framework_versions_exist_in_sagemaker(
 # -- serialisation ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", SHIPPED_TEMPLATES)
 def test_round_trip(shipped: dict[str, jm.TemplateSpec], name: str) -> None:
     spec = shipped[name]
     data = spec.to_dict()

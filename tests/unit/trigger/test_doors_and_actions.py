@@ -7,20 +7,9 @@ import json
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from tests.lambda_support import ROLE_ARN, http_event
-
-SUBMIT_FIELDS = {
-    "job_name",
-    "job_arn",
-    "template",
-    "status",
-    "instance_type",
-    "instance_count",
-    "spot",
-    "checkpoint_s3_uri",
-    "output_s3_uri",
-    "console_url",
-}
+from bench._common import ROLE_ARN
+from tests.expected import JOB_FIELDS, SHIPPED_TEMPLATES
+from tests.lambda_support import http_event
 
 
 def body(resp):
@@ -36,7 +25,7 @@ def test_submit_direct_starts_a_spot_job_with_checkpoints(launcher, prefix):
             "instance_count": 2,
         }
     )
-    assert set(resp) == SUBMIT_FIELDS, resp
+    assert set(resp) == JOB_FIELDS, resp
     assert resp["status"] == "InProgress"
     assert resp["spot"] is True and resp["instance_count"] == 2
     name = resp["job_name"]
@@ -190,14 +179,7 @@ def test_templates_both_doors(launcher):
     http = body(launcher(http_event("GET", "/templates")))
     assert direct == http
     names = {t["name"] for t in direct["templates"]}
-    assert names == {
-        "bert-large-qa",
-        "roberta-large-mnli-mp",
-        "distilbert-spot",
-        "distilbert-multilingual-sentiment",
-        "albert-mlm-pretrain",
-        "gpt-tp-sharded",
-    }
+    assert names == set(SHIPPED_TEMPLATES)
     bert = next(t for t in direct["templates"] if t["name"] == "bert-large-qa")
     assert bert["distribution"] == "smddp" and bert["spot"] is True
     assert bert["hyperparameters"]["overridable"]["learning_rate"]["type"] == "float"

@@ -1,0 +1,33 @@
+"""What the tests expect of the shipped product, written once and independently of the code.
+
+These are the oracle: the catalog's template names in their listed order (one per seed
+article) and the fields of the contract's job object. A change to either is a change to what
+data scientists see, so it should fail a test here first.
+"""
+
+from __future__ import annotations
+
+SHIPPED_TEMPLATES = [
+    "bert-large-qa",
+    "roberta-large-mnli-mp",
+    "distilbert-spot",
+    "distilbert-multilingual-sentiment",
+    "albert-mlm-pretrain",
+    "gpt-tp-sharded",
+]
+
+# The job object that submit and describe return (CONTRACT.md).
+JOB_FIELDS = frozenset(
+    {
+        "job_name",
+        "job_arn",
+        "template",
+        "status",
+        "instance_type",
+        "instance_count",
+        "spot",
+        "checkpoint_s3_uri",
+        "output_s3_uri",
+        "console_url",
+    }
+)
