@@ -10,9 +10,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -41,6 +42,7 @@ TRIGGER_ENV = {
     "FTL_ALLOWED_INPUT_BUCKETS": "",
 }
 
+
 # A representative request: a multi-node smddp job with overrides, both channels and tags.
 REQUEST = {
     "template": "bert-large-qa",
@@ -57,6 +59,33 @@ REQUEST = {
     },
     "tags": {"team": "nlp", "cost-center": "1234"},
 }
+
+
+def launcher_renderer() -> Callable[[str], dict[str, Any]]:
+    """What the trigger does per submit without AWS: validate ``REQUEST``, name it, render it.
+
+    Catalog and platform are loaded once; the returned function takes the job name's random
+    suffix and returns the ``CreateTrainingJob`` request.
+    """
+    from datetime import UTC, datetime
+
+    from jobmodel import (
+        PlatformConfig,
+        make_job_name,
+        render_create_training_job,
+        shipped_catalog,
+        validate_submit,
+    )
+
+    catalog = {n: s.with_image(IMAGE) for n, s in shipped_catalog().items()}
+    platform = PlatformConfig.from_env(TRIGGER_ENV)
+
+    def render(rand_hex: str) -> dict[str, Any]:
+        req = validate_submit(REQUEST, catalog, platform)
+        name = make_job_name(req.job_name_prefix, now=datetime.now(UTC), rand_hex=rand_hex)
+        return render_create_training_job(req, catalog[req.template], platform, job_name=name)
+
+    return render
 
 
 def offline_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -29,14 +29,13 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from bench._common import (
-    IMAGE,
     REQUEST,
     TRIGGER_ENV,
     fmt_ms,
+    launcher_renderer,
     offline_env,
     percentile,
     tempdir,
@@ -89,21 +88,10 @@ def _stats(timing: Timing) -> dict[str, float]:
 
 # ----------------------------------------------------------------------------- launcher
 def launcher_validate_render(iterations: int) -> dict[str, float]:
-    from jobmodel import (
-        PlatformConfig,
-        make_job_name,
-        render_create_training_job,
-        shipped_catalog,
-        validate_submit,
-    )
-
-    catalog = {n: s.with_image(IMAGE) for n, s in shipped_catalog().items()}
-    platform = PlatformConfig.from_env(TRIGGER_ENV)
+    render = launcher_renderer()
 
     def one(_: int) -> dict[str, Any]:
-        req = validate_submit(REQUEST, catalog, platform)
-        name = make_job_name(req.job_name_prefix, now=datetime.now(UTC), rand_hex="a1b2")
-        return render_create_training_job(req, catalog[req.template], platform, job_name=name)
+        return render("a1b2")
 
     return _stats(_timed(one, iterations))
 

@@ -178,20 +178,7 @@ def sdk_request(trainer: Any) -> dict[str, Any]:
 def rendered_example() -> dict[str, Any]:
     """The launcher's rendering of ``bench._common.REQUEST`` (imports jobmodel only)."""
     import secrets
-    from datetime import UTC, datetime
 
-    from jobmodel import (
-        PlatformConfig,
-        make_job_name,
-        render_create_training_job,
-        shipped_catalog,
-        validate_submit,
-    )
+    from ._common import launcher_renderer
 
-    from ._common import IMAGE, REQUEST, TRIGGER_ENV
-
-    catalog = {n: s.with_image(IMAGE) for n, s in shipped_catalog().items()}
-    platform = PlatformConfig.from_env(TRIGGER_ENV)
-    req = validate_submit(REQUEST, catalog, platform)
-    name = make_job_name(req.job_name_prefix, now=datetime.now(UTC), rand_hex=secrets.token_hex(2))
-    return render_create_training_job(req, catalog[req.template], platform, job_name=name)
+    return launcher_renderer()(secrets.token_hex(2))
