@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobmodel._rules import is_bucket_name
+from jobmodel.teams import TeamsConfig, TeamsError
 
 CONTEXT_PREFIX = "ftl:"
 
@@ -81,6 +82,7 @@ class PlatformSettings:
     tags: Mapping[str, str] = field(default_factory=dict)
     network: NetworkSettings = field(default_factory=NetworkSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
+    teams: TeamsConfig = field(default_factory=TeamsConfig)
 
     @property
     def foundation_stack_name(self) -> str:
@@ -170,6 +172,7 @@ class PlatformSettings:
             extra_input_buckets=tuple(extra),
             tags=dict(tags),
             network=_network(v),
+            teams=_teams(v),
             api=ApiSettings(
                 throttle_rate=_int(v, "apiThrottleRate", 20, 1, 10000),
                 throttle_burst=_int(v, "apiThrottleBurst", 40, 1, 5000),
@@ -194,6 +197,8 @@ _KEYS = (
     "apiThrottleRate",
     "apiThrottleBurst",
     "catalogFile",
+    "teams",
+    "admins",
 )
 
 # CloudWatch Logs accepts only these retention periods (days -> aws_logs.RetentionDays name).
@@ -263,6 +268,13 @@ def _choice(v: Mapping[str, Any], key: str, default: str, choices: tuple[str, ..
     if value not in choices:
         raise ContextError(key, f"one of {', '.join(repr(c) for c in choices)}", value)
     return value
+
+
+def _teams(v: Mapping[str, Any]) -> TeamsConfig:
+    try:
+        return TeamsConfig.parse(v["teams"], v["admins"])
+    except TeamsError as exc:
+        raise ContextError(exc.key.removeprefix(CONTEXT_PREFIX), exc.rule, exc.got) from None
 
 
 def _network(v: Mapping[str, Any]) -> NetworkSettings:
