@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any
 
 from . import _rules as R
+from .distribution import check_start_rules
 from .errors import TemplateError, ValidationError
 from .instances import INSTANCE_TYPES, efa_environment
 
@@ -920,7 +921,8 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     Rule ids: ``type``, ``name``, ``description``, ``framework``, ``instance-types``,
     ``instance-type-unknown``, ``default-instance-type``, ``instance-count``,
     ``volume-size``, ``distribution``, ``smddp-instance``, ``multi-node-distribution``,
-    ``multi-node-efa``, ``processes-per-host``, ``smp-parameters``, ``runtime``,
+    ``multi-node-efa``, ``processes-per-host``, ``smp-parameters``, the start rules of
+    ``jobmodel.distribution`` (``smp-partitions``, ...), ``runtime``,
     ``max-wait``, ``spot-checkpoint``, ``retry``, ``keep-alive``, ``image``,
     ``entry-point``, ``hyperparameter-default``, ``hyperparameter-rule``,
     ``hyperparameter-reserved``, ``hyperparameter-length``, ``hyperparameter-count``,
@@ -935,6 +937,7 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
         raise _fail(spec, "description", "description must be 1 to 1024 characters")
     _check_instances(spec)
     _check_distribution(spec)
+    check_start_rules(spec)
     _check_runtime(spec)
     _check_image(spec, require_image)
     _check_entry_point(spec)
