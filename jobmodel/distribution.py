@@ -5,7 +5,7 @@ SageMaker training toolkit and the Hugging Face Trainer read inside the containe
 live apart from ``templates.py`` (the schema and the generic rules) and run from
 ``validate_template``; each raises ``TemplateError(template, rule, message)``.
 
-Rule ids: ``smp-partitions``.
+Rule ids: ``smp-partitions``, ``isolation-model``, ``isolation-code-channel``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from . import _rules as R
 from .errors import TemplateError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -60,7 +61,53 @@ def _check_smp_v1(spec: TemplateSpec) -> None:
         )
 
 
+# --------------------------------------------------------------------------------------
+# Network isolation
+# --------------------------------------------------------------------------------------
+
+# The channel the renderer adds for the source archive (render.CODE_CHANNEL).
+CODE_CHANNEL = "code"
+MODEL_CHANNEL = "model"
+
+
+def _check_isolation(spec: TemplateSpec) -> None:
+    """An isolated container has no network: code and weights must arrive as channels.
+
+    The renderer adds the ``code`` channel itself (as SDK v2 does), so a template may not
+    declare one and must leave room for it. The model cannot come from the Hugging Face
+    Hub either: the template must declare a required ``model`` channel (weights staged in
+    S3), which the entrypoint loads from ``/opt/ml/input/data/model``.
+    """
+    if not spec.network_isolation:
+        return
+    names = [c.name for c in spec.inputs]
+    if CODE_CHANNEL in names:
+        raise _fail(
+            spec,
+            "isolation-code-channel",
+            "channel 'code' is reserved under network isolation: the platform stages the "
+            "training source archive there",
+        )
+    if len(names) + 1 > R.MAX_CHANNELS:
+        raise _fail(
+            spec,
+            "isolation-code-channel",
+            f"network isolation adds the 'code' channel; {len(names)} declared channels "
+            f"leave no room under SageMaker's {R.MAX_CHANNELS}",
+        )
+    model = next((c for c in spec.inputs if c.name == MODEL_CHANNEL), None)
+    if model is None or model.required is not True:
+        raise _fail(
+            spec,
+            "isolation-model",
+            "network_isolation needs a required 'model' input channel (the weights staged "
+            "in S3): an isolated container cannot download a model from the Hub",
+        )
+
+
 def check_start_rules(spec: TemplateSpec) -> None:
-    """Every rule of this module, in order (called by ``validate_template``)."""
+    """Every rule of this module, in order (called by ``validate_template`` after the
+    generic channel checks)."""
     if spec.distribution.kind == "smp":
         _check_smp_v1(spec)
+    _check_isolation(spec)

@@ -21,6 +21,8 @@ from .templates import TemplateSpec
 
 __all__ = [
     "CHECKPOINT_LOCAL_PATH",
+    "CODE_CHANNEL",
+    "CODE_CHANNEL_SOURCEDIR",
     "TENSORBOARD_LOCAL_PATH",
     "checkpoint_s3_uri",
     "encode_hyperparameters",
@@ -32,6 +34,10 @@ __all__ = [
 ]
 
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
+# Network isolation: SDK v2 (EstimatorBase, ``enable_network_isolation()``) stages the
+# source archive as an input channel named ``code`` and points the toolkit at its local copy.
+CODE_CHANNEL = "code"
+CODE_CHANNEL_SOURCEDIR = "/opt/ml/input/data/code/sourcedir.tar.gz"
 TENSORBOARD_LOCAL_PATH = "/opt/ml/output/tensorboard"
 CONTAINER_LOG_LEVEL = 20
 _NAME_SUFFIX_LEN = len("-YYYYMMDD-HHMM-xxxx")
@@ -93,7 +99,10 @@ def _hyperparameters(
     hp: dict[str, Any] = dict(template.hyperparameters)
     hp.update(req.hyperparameters)
     hp["sagemaker_program"] = template.entry_point
-    hp["sagemaker_submit_directory"] = platform.source_s3_uri
+    # An isolated container cannot reach S3 itself: it reads the archive from the code channel.
+    hp["sagemaker_submit_directory"] = (
+        CODE_CHANNEL_SOURCEDIR if template.network_isolation else platform.source_s3_uri
+    )
     hp["sagemaker_container_log_level"] = CONTAINER_LOG_LEVEL
     hp["sagemaker_job_name"] = job_name
     hp["sagemaker_region"] = platform.region
@@ -113,6 +122,22 @@ def _hyperparameters(
         hp["sagemaker_mpi_num_of_processes_per_host"] = dist.processes_per_host
         hp["sagemaker_mpi_custom_mpi_options"] = dist.custom_mpi_options
     return encode_hyperparameters(hp)
+
+
+def _code_channel(platform: PlatformConfig) -> dict[str, Any]:
+    """The ``code`` channel SDK v2 adds under network isolation (``_Job._prepare_channel``
+    with the uploaded archive's S3 URI): an S3Prefix, FullyReplicated source with no
+    ``InputMode`` or ``ContentType`` of its own, so the job's input mode applies."""
+    return {
+        "ChannelName": CODE_CHANNEL,
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": platform.source_s3_uri,
+                "S3DataDistributionType": "FullyReplicated",
+            }
+        },
+    }
 
 
 def _tags(
@@ -187,6 +212,8 @@ def render_create_training_job(
         if channel.content_type:
             entry["ContentType"] = channel.content_type
         input_config.append(entry)
+    if template.network_isolation:
+        input_config.append(_code_channel(platform))
     if input_config:
         out["InputDataConfig"] = input_config
 

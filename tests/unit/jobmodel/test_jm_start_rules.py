@@ -85,3 +85,72 @@ def test_smp_v1_render_enables_the_trainer(
     hp = jm.render_create_training_job(req, spec, platform, job_name="j-1")["HyperParameters"]
     assert "partitions" in json.loads(hp["mp_parameters"])
     assert json.loads(hp["sagemaker_mpi_enabled"]) is True
+
+
+# -- defect 2: network isolation renders the code channel and needs the model in S3 ---
+
+
+def _isolated(spec: jm.TemplateSpec, *, model_required: bool = True) -> jm.TemplateSpec:
+    model = jm.InputChannel("model", required=model_required, default_prefix="models/base/")
+    return dataclasses.replace(spec, network_isolation=True, inputs=(*spec.inputs, model))
+
+
+def test_isolated_render_stages_code_like_sdk_v2(
+    catalog: dict[str, jm.TemplateSpec], platform: jm.PlatformConfig
+) -> None:
+    spec = _isolated(catalog["bert-large-qa"])
+    jm.validate_template(spec)
+    req = jm.validate_submit({"template": spec.name}, {spec.name: spec}, platform)
+    out = jm.render_create_training_job(req, spec, platform, job_name="iso-1")
+    hp = out["HyperParameters"]
+    assert json.loads(hp["sagemaker_submit_directory"]) == (
+        "/opt/ml/input/data/code/sourcedir.tar.gz"
+    )
+    assert out["EnableNetworkIsolation"] is True
+    channels = {c["ChannelName"]: c for c in out["InputDataConfig"]}
+    assert list(channels)[-1] == "code"
+    assert channels["code"] == {
+        "ChannelName": "code",
+        "DataSource": {
+            "S3DataSource": {
+                "S3DataType": "S3Prefix",
+                "S3Uri": platform.source_s3_uri,
+                "S3DataDistributionType": "FullyReplicated",
+            }
+        },
+    }
+    assert "model" in channels
+    # Nothing in the request points at S3 for code any more.
+    assert platform.source_s3_uri not in json.dumps(hp)
+
+
+def test_not_isolated_keeps_the_s3_submit_directory(
+    catalog: dict[str, jm.TemplateSpec], platform: jm.PlatformConfig
+) -> None:
+    spec = catalog["bert-large-qa"]
+    req = jm.validate_submit({"template": spec.name}, catalog, platform)
+    out = jm.render_create_training_job(req, spec, platform, job_name="open-1")
+    assert json.loads(out["HyperParameters"]["sagemaker_submit_directory"]) == (
+        platform.source_s3_uri
+    )
+    assert all(c["ChannelName"] != "code" for c in out["InputDataConfig"])
+
+
+def test_isolation_needs_a_required_model_channel(shipped: dict[str, jm.TemplateSpec]) -> None:
+    base = shipped["bert-large-qa"]
+    err = _rule(dataclasses.replace(base, network_isolation=True))
+    assert err.rule == "isolation-model" and "'model'" in err.message
+    assert _rule(_isolated(base, model_required=False)).rule == "isolation-model"
+    jm.validate_template(_isolated(base), require_image=False)
+
+
+def test_isolation_reserves_the_code_channel(shipped: dict[str, jm.TemplateSpec]) -> None:
+    base = _isolated(shipped["bert-large-qa"])
+    clash = dataclasses.replace(base, inputs=(*base.inputs, jm.InputChannel("code")))
+    assert _rule(clash).rule == "isolation-code-channel"
+    full = tuple(jm.InputChannel(f"c{i}", required=False) for i in range(17))
+    crowded = dataclasses.replace(base, inputs=(*base.inputs, *full))
+    assert len(crowded.inputs) == 20
+    assert _rule(crowded).rule == "isolation-code-channel"
+    # Without isolation a channel may be called code (it is the template's own data).
+    jm.validate_template(dataclasses.replace(clash, network_isolation=False), require_image=False)
