@@ -21,19 +21,23 @@ from jobmodel import TemplateError, TemplateSpec, load_catalog, shipped_catalog,
 
 
 @cache
-def _huggingface_training_table() -> dict:
-    """The ``sagemaker`` library's own image table for Hugging Face training images.
+def _training_table(name: str) -> dict:
+    """The ``sagemaker`` library's own image table ``<name>.json``, training scope.
 
     Reading the table the SDK ships is the SDK's lookup without importing ``sagemaker.core``
     (1.7 s of every synth); ``tests/infra/test_image_lookup.py`` pins the result to
-    ``sagemaker.core.image_uris.retrieve`` for every shipped template and several regions.
+    ``sagemaker.core.image_uris`` for every shipped template and several regions.
     """
     spec = importlib.util.find_spec("sagemaker")
     if spec is None or not spec.submodule_search_locations:
         raise ValueError("the sagemaker package is not installed")
     root = Path(next(iter(spec.submodule_search_locations)))
-    path = root / "core" / "image_uri_config" / "huggingface.json"
+    path = root / "core" / "image_uri_config" / f"{name}.json"
     return json.loads(path.read_text())["training"]
+
+
+def _huggingface_training_table() -> dict:
+    return _training_table("huggingface")
 
 
 @cache
@@ -71,6 +75,57 @@ def resolve_image(
     )
 
 
+@cache
+def resolve_smp_image(
+    region: str, pytorch_version: str, py_version: str, instance_type: str
+) -> str:
+    """The SMP v2 training image SDK v2 picks for a PyTorch estimator whose distribution
+    enables ``torch_distributed`` and ``smdistributed.modelparallel``
+    (``image_uris.get_training_image_uri``: the ``pytorch-smp`` table, tag
+    ``<pytorch version>-gpu-<py>-<cuda>``, the CUDA suffix chosen as the SDK does)."""
+    table = _training_table("pytorch-smp")
+    version = table["version_aliases"].get(pytorch_version, pytorch_version)
+    if version not in table["versions"]:
+        raise ValueError(f"PyTorch {pytorch_version} has no SMP v2 image")
+    entry = table["versions"][version]
+    if py_version not in entry["py_versions"]:
+        raise ValueError(f"{py_version} is not one of {entry['py_versions']}")
+    if region not in entry["registries"]:
+        raise ValueError(f"no SMP v2 image registry in {region}")
+    family = instance_type.split(".")[1] if instance_type.count(".") == 2 else ""
+    if family[:1] not in ("p", "g"):
+        raise ValueError(f"no SMP v2 image for {instance_type} (GPU only)")
+    if "2.5" in pytorch_version:
+        cuda = "cu124"
+    elif "p5" in instance_type or any(v in pytorch_version for v in ("2.1", "2.2", "2.3", "2.4")):
+        cuda = "cu121"
+    else:
+        cuda = "cu118"
+    domain = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return (
+        f"{entry['registries'][region]}.dkr.ecr.{region}.{domain}/{entry['repository']}:"
+        f"{pytorch_version}-gpu-{py_version}-{cuda}"
+    )
+
+
+def resolve_template_image(region: str, framework: Mapping[str, str], instance_type: str) -> str:
+    """The image for a template's ``framework`` (its ``image_family`` picks the SDK table)."""
+    family = framework.get("image_family", "huggingface")
+    if family == "pytorch-smp":
+        return resolve_smp_image(
+            region, framework["pytorch_version"], framework["py_version"], instance_type
+        )
+    if family != "huggingface":
+        raise ValueError(f"unknown image_family {family!r}")
+    return resolve_image(
+        region,
+        framework["transformers_version"],
+        framework["pytorch_version"],
+        framework["py_version"],
+        instance_type,
+    )
+
+
 class TrainingJobTemplate(Construct):
     """One template of the launcher's catalog.
 
@@ -90,18 +145,12 @@ class TrainingJobTemplate(Construct):
         if spec.image_uri is None:
             fw = spec.framework
             try:
-                image = resolve_image(
-                    region,
-                    fw["transformers_version"],
-                    fw["pytorch_version"],
-                    fw["py_version"],
-                    spec.default_instance_type,
-                )
+                image = resolve_template_image(region, fw, spec.default_instance_type)
             except (KeyError, ValueError) as err:
                 raise TemplateError(
                     spec.name,
                     "image",
-                    f"no Hugging Face training image for {dict(fw)} in {region}: {err}",
+                    f"no training image for {dict(fw)} in {region}: {err}",
                 ) from None
             spec = dataclasses.replace(spec, image_uri=image)
         validate_template(spec, require_image=True)

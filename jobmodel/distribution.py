@@ -5,7 +5,8 @@ SageMaker training toolkit and the Hugging Face Trainer read inside the containe
 live apart from ``templates.py`` (the schema and the generic rules) and run from
 ``validate_template``; each raises ``TemplateError(template, rule, message)``.
 
-Rule ids: ``smp-partitions``, ``isolation-model``, ``isolation-code-channel``.
+Rule ids: ``smp-partitions``, ``smp-v2-parameters``, ``smp-v2-instance``, ``framework``,
+``isolation-model``, ``isolation-code-channel``, ``legacy``.
 """
 
 from __future__ import annotations
@@ -15,11 +16,38 @@ from typing import TYPE_CHECKING, Any
 
 from . import _rules as R
 from .errors import TemplateError
+from .instances import INSTANCE_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .templates import TemplateSpec
 
-__all__ = ["check_start_rules"]
+__all__ = ["IMAGE_FAMILIES", "SMP_V2_PARAMETERS", "check_start_rules"]
+
+# ``framework["image_family"]``: which SDK image table resolves the template's image.
+# huggingface: huggingface-pytorch-training (transformers_version, pytorch_version,
+# py_version); pytorch-smp: the SMP v2 image SDK v2 picks for a PyTorch estimator with
+# torch_distributed + smdistributed.modelparallel (pytorch_version, py_version).
+IMAGE_FAMILIES: Mapping[str, tuple[str, ...]] = {
+    "huggingface": ("transformers_version", "pytorch_version", "py_version"),
+    "pytorch-smp": ("pytorch_version", "py_version"),
+}
+
+# SMP v2 core configuration keys (AWS "SMP v2 core feature configuration parameters";
+# the same fields as the SDK's sagemaker.train.distributed.SMP), with the JSON type each takes.
+SMP_V2_PARAMETERS: Mapping[str, type] = {
+    "hybrid_shard_degree": int,
+    "sm_activation_offloading": bool,
+    "activation_loading_horizon": int,
+    "fsdp_cache_flush_warnings": bool,
+    "allow_empty_shards": bool,
+    "tensor_parallel_degree": int,
+    "context_parallel_degree": int,
+    "expert_parallel_degree": int,
+    "random_seed": int,
+}
+# Degrees that must be at least 1 when given (hybrid_shard_degree 0 means "largest possible").
+_SMP_V2_DEGREES = ("tensor_parallel_degree", "context_parallel_degree", "expert_parallel_degree")
+_MAX_LEGACY_REASON = 256
 
 
 def _fail(spec: TemplateSpec, rule: str, message: str) -> TemplateError:
@@ -58,6 +86,96 @@ def _check_smp_v1(spec: TemplateSpec) -> None:
             "smp-partitions",
             f"mp_parameters pipeline_parallel_degree {alias!r} contradicts partitions "
             f"{params['partitions']!r} (SMP reads them as the same setting)",
+        )
+
+
+# --------------------------------------------------------------------------------------
+# SMP v2 (torch.sagemaker, torchrun launcher)
+# --------------------------------------------------------------------------------------
+
+
+def _smp_v2_value_problem(key: str, value: Any) -> str | None:
+    want = SMP_V2_PARAMETERS.get(key)
+    if want is None:
+        known = ", ".join(SMP_V2_PARAMETERS)
+        return f"mp_parameters key {key!r} is not an SMP v2 setting (one of {known})"
+    if type(value) is not want:
+        return f"mp_parameters {key} must be {'true or false' if want is bool else 'an integer'}"
+    if key in _SMP_V2_DEGREES and value < 1:
+        return f"mp_parameters {key} must be at least 1, got {value}"
+    if want is int and value < 0:
+        return f"mp_parameters {key} must not be negative, got {value}"
+    return None
+
+
+def _check_smp_v2(spec: TemplateSpec) -> None:
+    """SMP v2 settings are checked key by key; SMP v1 keys (``partitions``, ``ddp``,
+    ...) are refused, since torch.sagemaker.init() does not read them."""
+    params = spec.distribution.mp_parameters
+    if not isinstance(params, Mapping) or not params:
+        raise _fail(
+            spec,
+            "smp-v2-parameters",
+            "smp-v2 needs mp_parameters with SMP v2 settings (e.g. tensor_parallel_degree)",
+        )
+    for key, value in params.items():
+        problem = _smp_v2_value_problem(str(key), value)
+        if problem is not None:
+            raise _fail(spec, "smp-v2-parameters", problem)
+    if len(R.encode_value(dict(params))) > R.MAX_HYPERPARAMETER_LENGTH:
+        raise _fail(
+            spec, "hyperparameter-length", "mp_parameters encodes to more than 256 characters"
+        )
+    tp = params.get("tensor_parallel_degree", 1)
+    for name in spec.instance_types:
+        it = INSTANCE_TYPES[name]
+        if not it.accelerator.startswith("nvidia-"):
+            raise _fail(
+                spec, "smp-v2-instance", f"SMP v2 runs on NVIDIA GPUs only; {name} has none"
+            )
+        if tp > it.accelerators:
+            raise _fail(
+                spec,
+                "smp-v2-instance",
+                f"tensor_parallel_degree {tp} is more than the {it.accelerators} GPUs of {name} "
+                "(the platform keeps tensor parallelism inside a node)",
+            )
+
+
+def _check_framework(spec: TemplateSpec) -> None:
+    """The image family decides the image table; SMP v2 needs the SMP image."""
+    fw = spec.framework
+    if not fw:
+        return
+    family = fw.get("image_family", "huggingface")
+    if family not in IMAGE_FAMILIES:
+        raise _fail(
+            spec,
+            "framework",
+            f"framework image_family must be one of {', '.join(IMAGE_FAMILIES)}, got {family!r}",
+        )
+    for key in IMAGE_FAMILIES[family]:
+        if key not in fw:
+            raise _fail(spec, "framework", f"framework for {family} images needs {key!r}")
+    is_v2 = spec.distribution.kind == "smp-v2"
+    if is_v2 != (family == "pytorch-smp") and spec.image_uri is None:
+        raise _fail(
+            spec,
+            "framework",
+            "smp-v2 templates run on the pytorch-smp image family, and that family serves "
+            f"smp-v2 only (distribution {spec.distribution.kind}, image_family {family})",
+        )
+
+
+def _check_legacy(spec: TemplateSpec) -> None:
+    reason = spec.legacy
+    if reason is None:
+        return
+    if type(reason) is not str or not reason.strip() or len(reason) > _MAX_LEGACY_REASON:
+        raise _fail(
+            spec,
+            "legacy",
+            f"legacy must be null or a reason of 1 to {_MAX_LEGACY_REASON} characters",
         )
 
 
@@ -108,6 +226,11 @@ def _check_isolation(spec: TemplateSpec) -> None:
 def check_start_rules(spec: TemplateSpec) -> None:
     """Every rule of this module, in order (called by ``validate_template`` after the
     generic channel checks)."""
-    if spec.distribution.kind == "smp":
+    kind = spec.distribution.kind
+    if kind == "smp":
         _check_smp_v1(spec)
+    elif kind == "smp-v2":
+        _check_smp_v2(spec)
+    _check_framework(spec)
     _check_isolation(spec)
+    _check_legacy(spec)

@@ -93,6 +93,15 @@ _CATALOG: tuple[InstanceType, ...] = (
     _it("ml.g6.2xlarge", 1, "nvidia-l4", nvme=True),
     _it("ml.g6.12xlarge", 4, "nvidia-l4", nvme=True),
     _it("ml.g6.48xlarge", 8, "nvidia-l4", efa=True, nvme=True),
+    # G6e: L40S (48 GB each), local NVMe (AWS instance specs).
+    _it("ml.g6e.xlarge", 1, "nvidia-l40s", nvme=True),
+    _it("ml.g6e.2xlarge", 1, "nvidia-l40s", nvme=True),
+    _it("ml.g6e.4xlarge", 1, "nvidia-l40s", nvme=True),
+    _it("ml.g6e.8xlarge", 1, "nvidia-l40s", nvme=True),
+    _it("ml.g6e.12xlarge", 4, "nvidia-l40s", nvme=True),
+    _it("ml.g6e.16xlarge", 1, "nvidia-l40s", nvme=True),
+    _it("ml.g6e.24xlarge", 4, "nvidia-l40s", nvme=True),
+    _it("ml.g6e.48xlarge", 8, "nvidia-l40s", nvme=True),
     # Trainium: Neuron devices.
     _it("ml.trn1.2xlarge", 1, "aws-trainium", nvme=True),
     _it("ml.trn1.32xlarge", 16, "aws-trainium", efa=True, rdma=True, nvme=True),

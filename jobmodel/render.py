@@ -115,6 +115,14 @@ def _hyperparameters(
         hp["sagemaker_distributed_dataparallel_enabled"] = True
         hp["sagemaker_instance_type"] = req.instance_type
         hp["sagemaker_distributed_dataparallel_custom_mpi_options"] = dist.custom_mpi_options
+    elif kind == "smp-v2":
+        # SDK v2 PyTorch estimator with torch_distributed and smdistributed.modelparallel:
+        # Framework._distribution_configuration adds mp_parameters, smddp off and the
+        # instance type; _pytorch_distribution_configuration turns torchrun on.
+        hp["mp_parameters"] = dict(dist.mp_parameters or {})
+        hp["sagemaker_distributed_dataparallel_enabled"] = False
+        hp["sagemaker_instance_type"] = req.instance_type
+        hp["sagemaker_torch_distributed_enabled"] = True
     elif kind in ("mpi", "smp"):
         if kind == "smp":
             hp["mp_parameters"] = dict(dist.mp_parameters or {})

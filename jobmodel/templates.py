@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 CATALOG_VERSION = 1
-DISTRIBUTION_KINDS = ("none", "torchrun", "smddp", "smp", "mpi")
+DISTRIBUTION_KINDS = ("none", "torchrun", "smddp", "smp", "mpi", "smp-v2")
 INPUT_MODES = ("File", "FastFile", "Pipe")
 S3_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
 SMP_DEGREE_KEYS = ("partitions", "pipeline_parallel_degree", "tensor_parallel_degree")
@@ -72,6 +72,13 @@ DISTRIBUTION_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
             "sagemaker_mpi_enabled",
             "sagemaker_mpi_num_of_processes_per_host",
             "sagemaker_mpi_custom_mpi_options",
+        ),
+        # SDK v2 PyTorch estimator, torch_distributed + smdistributed.modelparallel (SMP v2).
+        "smp-v2": (
+            "mp_parameters",
+            "sagemaker_distributed_dataparallel_enabled",
+            "sagemaker_instance_type",
+            "sagemaker_torch_distributed_enabled",
         ),
     }
 )
@@ -364,6 +371,8 @@ class TemplateSpec:
     inter_container_encryption: bool = False
     environment: Mapping[str, str] = field(default_factory=dict)
     tags: Mapping[str, str] = field(default_factory=dict)
+    # Why a template is kept only for old workloads (e.g. an out-of-support image); None if current.
+    legacy: str | None = None
 
     def __post_init__(self) -> None:
         setter = object.__setattr__
@@ -443,6 +452,7 @@ class TemplateSpec:
             "inter_container_encryption": self.inter_container_encryption,
             "environment": dict(self.environment),
             "tags": dict(self.tags),
+            "legacy": self.legacy,
         }
 
     @classmethod
@@ -480,8 +490,8 @@ class TemplateSpec:
             raise TemplateError(name, "type", str(exc)) from exc
 
     def public_view(self) -> dict[str, Any]:
-        """The contract's ``templates`` entry."""
-        return {
+        """The contract's ``templates`` entry (``legacy`` only on legacy templates)."""
+        view = {
             "name": self.name,
             "description": self.description,
             "distribution": self.distribution.kind,
@@ -497,6 +507,9 @@ class TemplateSpec:
                 "overridable": {k: r.to_dict() for k, r in self.overridable.items()},
             },
         }
+        if self.legacy is not None:
+            view["legacy"] = self.legacy
+        return view
 
     def with_image(self, image_uri: str) -> TemplateSpec:
         """A copy with ``image_uri`` set (the CDK side resolves images at synth)."""
@@ -698,8 +711,10 @@ def _check_distribution(spec: TemplateSpec) -> None:
             raise _fail(
                 spec, "hyperparameter-length", "mp_parameters encodes to more than 256 characters"
             )
-    elif dist.mp_parameters is not None:
-        raise _fail(spec, "distribution", f"mp_parameters applies to smp only, not {kind}")
+    elif dist.mp_parameters is not None and kind != "smp-v2":
+        raise _fail(
+            spec, "distribution", f"mp_parameters applies to smp and smp-v2 only, not {kind}"
+        )
 
 
 def _check_runtime(spec: TemplateSpec) -> None:

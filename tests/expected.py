@@ -1,8 +1,9 @@
 """What the tests expect of the shipped product, written once and independently of the code.
 
 These are the oracle: the catalog's template names in their listed order (one per seed
-article) and the fields of the contract's job object. A change to either is a change to what
-data scientists see, so it should fail a test here first.
+article, then the causal-LM templates of issue 11) and the fields of the contract's job
+object. A change to either is a change to what data scientists see, so it should fail a test
+here first.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ SHIPPED_TEMPLATES = [
     "distilbert-multilingual-sentiment",
     "albert-mlm-pretrain",
     "gpt-tp-sharded",
+    "llm-sft-fsdp",
+    "llm-lora",
+    "llm-sft",
+    "llm-smp-v2",
 ]
 
 # The job object that submit and describe return (CONTRACT.md).
