@@ -19,6 +19,10 @@ Sources, per column (``../shared/REFERENCE.md`` is the project's fact sheet):
   ``VolumeKmsKeyId`` on these (their storage is encrypted by the hardware).
   p3 (non-dn), c5 and m5 use EBS only.
 * ``accelerators``: GPUs, or Neuron devices for Trainium (AWS instance specs).
+* g6e (L40S, 1/4/8 GPUs, local NVMe): AWS instance specs; not marked EFA because no
+  multi-node template uses it and the SDK's list does not name it.
+
+``SMDDP_TYPES``, ``EFA_TYPES`` and ``RDMA_TYPES`` below are the same facts as named sets.
 """
 
 from __future__ import annotations
@@ -28,7 +32,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = [
+    "EFA_TYPES",
     "INSTANCE_TYPES",
+    "RDMA_TYPES",
+    "SMDDP_TYPES",
     "InstanceType",
     "efa_environment",
     "get_instance_type",
@@ -113,6 +120,23 @@ _CATALOG: tuple[InstanceType, ...] = (
     _it("ml.m5.xlarge", 0, "none"),
     _it("ml.m5.2xlarge", 0, "none"),
 )
+
+# The three capability lists, each with its source, as the catalog above marks them.
+# smddp: SageMaker Python SDK ``fw_utils.SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES`` (v2
+# ``sagemaker/fw_utils.py``; unchanged in v3 ``sagemaker/core/fw_utils.py``, pinned by
+# tests/unit/jobmodel/test_jm_instances.py against the installed SDK), without ``local_gpu``.
+SMDDP_TYPES = frozenset(
+    {"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge"}
+)
+# EFA: the SDK's EFA list (REFERENCE.md: g4dn.8xlarge/12xlarge, g5.48xlarge, p3dn, p4d, p4de,
+# p5, trn1.32xlarge) plus AWS's SageMaker/EC2 EFA-supported types for the newer families
+# (p5e, p5en, p6-b200, trn1n, trn2, g6.48xlarge).
+EFA_TYPES = frozenset(i.name for i in _CATALOG if i.efa)
+# GPUDirect RDMA over EFA (FI_EFA_USE_DEVICE_RDMA=1): AWS instance specs (p4d, p4de, the p5
+# family, p6-b200, trn1.32xlarge/trn1n/trn2); REFERENCE.md for p4d, p4de, trn1 and p5.
+RDMA_TYPES = frozenset(i.name for i in _CATALOG if i.gpudirect_rdma)
+if {i.name for i in _CATALOG if i.smddp} != SMDDP_TYPES:  # pragma: no cover - edit guard
+    raise AssertionError("instance catalog smddp marks differ from SMDDP_TYPES")
 
 INSTANCE_TYPES: Mapping[str, InstanceType] = MappingProxyType({i.name: i for i in _CATALOG})
 """Every instance type the platform knows, by name (read-only)."""

@@ -97,3 +97,21 @@ def test_catalog_is_read_only() -> None:
         jm.INSTANCE_TYPES["ml.new"] = jm.INSTANCE_TYPES["ml.c5.xlarge"]  # type: ignore[index]
     with pytest.raises(AttributeError):
         jm.INSTANCE_TYPES["ml.c5.xlarge"].efa = True  # type: ignore[misc]
+
+
+def test_smddp_list_is_the_installed_sdks() -> None:
+    """The smddp list is the SDK's own check (fw_utils), so it moves when the SDK moves."""
+    fw_utils = pytest.importorskip("sagemaker.core.fw_utils")
+    sdk = set(fw_utils.SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES) - {"local_gpu"}
+    assert sdk == set(jm.instances.SMDDP_TYPES)
+
+
+def test_named_lists_match_the_catalog() -> None:
+    from jobmodel import instances
+
+    assert {n for n, it in jm.INSTANCE_TYPES.items() if it.efa} == instances.EFA_TYPES
+    assert {n for n, it in jm.INSTANCE_TYPES.items() if it.gpudirect_rdma} == instances.RDMA_TYPES
+    assert instances.RDMA_TYPES <= instances.EFA_TYPES
+    for name in ("ml.g6e.2xlarge", "ml.g6e.12xlarge", "ml.g6e.48xlarge"):
+        assert jm.INSTANCE_TYPES[name].accelerator == "nvidia-l40s"
+        assert jm.INSTANCE_TYPES[name].local_nvme
