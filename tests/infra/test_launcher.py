@@ -196,7 +196,10 @@ def test_training_role_may_pull_only_the_catalogs_images():
         for s in pulls
         for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
     }
-    assert resources and all("repository/huggingface-pytorch-training" in r for r in resources)
+    # The catalog's images: Hugging Face training images, and the SMP v2 image of llm-smp-v2.
+    repos = ("repository/huggingface-pytorch-training", "repository/smdistributed-modelparallel")
+    assert resources and all(any(repo in r for repo in repos) for r in resources)
+    assert any(repos[1] in r for r in resources)
 
 
 def _bad_spec(**changes):
