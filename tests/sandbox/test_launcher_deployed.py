@@ -31,8 +31,11 @@ def test_deployed_configuration_points_at_the_deployed_resources(deployed, trigg
 def test_templates_are_the_shipped_catalog_with_resolved_images(trigger):
     assert [t["name"] for t in trigger({"action": "templates"})["templates"]] == SHIPPED_TEMPLATES
     specs = trigger.module.RUNTIME.catalog
+    # Hugging Face DLCs come from AWS's DLC account; the SMP v2 image from its own account.
+    accounts = {"huggingface": "763104351884", "pytorch-smp": "658645717510"}
     for spec in specs.values():
-        assert spec.image_uri.startswith("763104351884.dkr.ecr.us-east-1.amazonaws.com/")
+        account = accounts[spec.framework.get("image_family", "huggingface")]
+        assert spec.image_uri.startswith(f"{account}.dkr.ecr.us-east-1.amazonaws.com/")
 
 
 @pytest.mark.parametrize("template", SHIPPED_TEMPLATES)
