@@ -54,6 +54,7 @@ def test_vpc_mode_pins_subnets_and_security_groups(launcher_vpc):
     assert len(cond["ForAllValues:StringEquals"]["sagemaker:VpcSubnets"]) == 2
     assert len(cond["ForAllValues:StringEquals"]["sagemaker:VpcSecurityGroupIds"]) == 1
     assert cond["Null"] == {
+        "sagemaker:InstanceTypes": "false",
         "sagemaker:VpcSubnets": "false",
         "sagemaker:VpcSecurityGroupIds": "false",
     }
@@ -87,6 +88,7 @@ def test_every_route_requires_iam_auth(launcher):
         "GET /jobs/{job_name}",
         "POST /jobs/{job_name}/stop",
         "GET /templates",
+        "GET /whoami",
     }
     assert all(r["Properties"]["AuthorizationType"] == "AWS_IAM" for r in routes.values())
 
