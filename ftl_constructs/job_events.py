@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -21,7 +23,10 @@ EVENT_DETAIL_TYPE = "SageMaker Training Job State Change"
 
 
 class JobEvents(Construct):
-    """An EventBridge rule for this platform's jobs (those that run as its training role).
+    """An EventBridge rule for this platform's jobs (those that run as its training roles).
+
+    Only EventBridge may invoke the handler, and only for this rule: the function's one
+    resource-policy statement names ``events.amazonaws.com`` with the rule's ARN as source.
 
     Attributes:
         topic: the encrypted SNS topic that announces finished jobs.
@@ -36,9 +41,10 @@ class JobEvents(Construct):
         id: str,
         *,
         table: dynamodb.ITable,
-        training_role: iam.IRole,
+        training_roles: Sequence[iam.IRole],
         encryption_key: kms.IKey,
         log_retention: logs.RetentionDays,
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.topic = sns.Topic(
@@ -76,7 +82,11 @@ class JobEvents(Construct):
             code_dir=ROOT / "lambda" / "job_events",
             encryption_key=encryption_key,
             log_retention=log_retention,
-            environment={"FTL_JOB_TABLE": table.table_name, "FTL_TOPIC_ARN": self.topic.topic_arn},
+            environment={
+                "FTL_JOB_TABLE": table.table_name,
+                "FTL_TOPIC_ARN": self.topic.topic_arn,
+                **(environment or {}),
+            },
             dead_letter_queue=self.dead_letter_queue,
         )
         self.function = self.handler.function
@@ -92,7 +102,7 @@ class JobEvents(Construct):
             event_pattern=events.EventPattern(
                 source=["aws.sagemaker"],
                 detail_type=[EVENT_DETAIL_TYPE],
-                detail={"RoleArn": [training_role.role_arn]},
+                detail={"RoleArn": [role.role_arn for role in training_roles]},
             ),
         )
         self.rule.add_target(

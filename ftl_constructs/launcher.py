@@ -13,6 +13,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
@@ -20,23 +21,42 @@ from constructs import Construct
 
 from ftl_constructs.bundling import ROOT, source_tarball
 from ftl_constructs.job_template import TrainingJobTemplate
+from ftl_constructs.launch_policy import launch_statements, training_job_arns
 from ftl_constructs.nag import acknowledge_resource, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
 from jobmodel import dump_catalog
+from jobmodel.platform import PlatformConfig
+from jobmodel.teams import TeamsConfig
 
-PLATFORM_TAG = "ftl:platform"
+HTTP_ALIAS = "http"
+
+# The HTTP API's routes (method, path); every route needs IAM auth and goes to the `http` alias.
+ROUTES = (
+    ("POST", "/jobs"),
+    ("GET", "/jobs"),
+    ("GET", "/jobs/{job_name}"),
+    ("POST", "/jobs/{job_name}/stop"),
+    ("GET", "/templates"),
+    ("GET", "/whoami"),
+)
 
 
 class JobLauncher(Construct):
     """Starts training jobs from the catalog, for callers with Invoke or HTTP API rights.
 
+    Jobs run as ``training_role`` (single-team) or, with teams configured, as the caller's
+    team's role from ``team_roles``; ``iam:PassRole`` covers exactly those roles.
+
     Attributes:
         table: the job ledger.
         function: the trigger Lambda.
-        api: the HTTP API; ``api_url`` its invoke URL.
+        version: its published version (aliases point at it).
+        http_alias: the ``http`` alias, the only function the HTTP API invokes.
+        api: the HTTP API; ``api_url`` its invoke URL; ``routes`` its (method, path) pairs.
         source_asset: the training source (``sourcedir.tar.gz``) as an S3 asset.
+        environment: the trigger's environment (also what job events need of it).
     """
 
     def __init__(
@@ -46,7 +66,10 @@ class JobLauncher(Construct):
         *,
         platform_name: str,
         templates: Sequence[TrainingJobTemplate],
-        training_role: TrainingRole,
+        training_role: TrainingRole | None = None,
+        team_roles: Mapping[str, TrainingRole] | None = None,
+        teams: TeamsConfig = TeamsConfig(),
+        prices: Mapping[str, Mapping[str, float]] | None = None,
         data_bucket: s3.IBucket,
         checkpoint_bucket: s3.IBucket,
         artifact_bucket: s3.IBucket,
@@ -62,13 +85,21 @@ class JobLauncher(Construct):
         stack = Stack.of(self)
         specs = [t.spec for t in templates]
 
+        team_roles = dict(team_roles or {})
+        roles = [training_role] if training_role is not None else list(team_roles.values())
+        if not roles or (training_role is not None and team_roles):
+            raise ValueError("JobLauncher needs either training_role or team_roles")
+        if set(team_roles) != {t.name for t in teams.teams}:
+            raise ValueError("team_roles must name one role per configured team")
+
         source = source_tarball(ROOT / "training", ROOT / "cdk.out" / ".ftl-source")
         self.source_asset = s3_assets.Asset(self, "TrainingSource", path=str(source))
-        training_role.allow_source_read(
-            self.source_asset.bucket.arn_for_objects(self.source_asset.s3_object_key)
-        )
-        for spec in specs:
-            training_role.allow_image_pull(spec.image_uri)
+        for role in roles:
+            role.allow_source_read(
+                self.source_asset.bucket.arn_for_objects(self.source_asset.s3_object_key)
+            )
+            for spec in specs:
+                role.allow_image_pull(spec.image_uri)
 
         self.table = dynamodb.Table(
             self,
@@ -88,22 +119,38 @@ class JobLauncher(Construct):
             sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
         )
 
-        environment = {
-            "FTL_PLATFORM_NAME": platform_name,
-            "FTL_REGION": stack.region,
-            "FTL_ROLE_ARN": training_role.role.role_arn,
-            "FTL_DATA_BUCKET": data_bucket.bucket_name,
-            "FTL_CHECKPOINT_BUCKET": checkpoint_bucket.bucket_name,
-            "FTL_ARTIFACT_BUCKET": artifact_bucket.bucket_name,
-            "FTL_KMS_KEY_ARN": encryption_key.key_arn,
-            "FTL_SOURCE_S3_URI": self.source_asset.s3_object_url,
-            "FTL_JOB_TABLE": self.table.table_name,
-            "FTL_PLATFORM_TAGS": json.dumps(dict(platform_tags or {}), sort_keys=True),
-            "FTL_ALLOWED_INPUT_BUCKETS": ",".join(extra_input_buckets),
-        }
-        if subnets and security_group is not None:
-            environment["FTL_SUBNETS"] = ",".join(s.subnet_id for s in subnets)
-            environment["FTL_SECURITY_GROUPS"] = security_group.security_group_id
+        in_vpc = bool(subnets) and security_group is not None
+        environment = PlatformConfig(
+            platform_name=platform_name,
+            region=stack.region,
+            role_arn=training_role.role.role_arn if training_role is not None else "",
+            data_bucket=data_bucket.bucket_name,
+            checkpoint_bucket=checkpoint_bucket.bucket_name,
+            artifact_bucket=artifact_bucket.bucket_name,
+            kms_key_arn=encryption_key.key_arn,
+            source_s3_uri=self.source_asset.s3_object_url,
+            platform_tags=dict(platform_tags or {}),
+            allowed_input_buckets=tuple(extra_input_buckets),
+            subnets=tuple(s.subnet_id for s in subnets) if in_vpc else (),
+            security_groups=(security_group.security_group_id,)
+            if in_vpc and security_group
+            else (),
+        ).to_env()
+        environment["FTL_JOB_TABLE"] = self.table.table_name
+        # What the job-events handler needs too: the teams and the price overrides.
+        self.shared_environment: dict[str, str] = {}
+        if teams.enabled:
+            self.shared_environment.update(teams.to_env())
+            environment["FTL_TEAM_ROLES"] = json.dumps(
+                {name: role.role.role_arn for name, role in sorted(team_roles.items())},
+                separators=(",", ":"),
+            )
+        if prices:
+            self.shared_environment["FTL_PRICES"] = json.dumps(
+                prices, sort_keys=True, separators=(",", ":")
+            )
+        environment.update(self.shared_environment)
+        self.environment = environment
         self.trigger = PlatformFunction(
             self,
             "Trigger",
@@ -117,17 +164,38 @@ class JobLauncher(Construct):
             memory_size=512,
         )
         self.function = self.trigger.function
-        policy = self.trigger.policy
-        self._grant_sagemaker(
-            policy,
-            stack,
-            platform_name,
-            specs,
-            training_role.role,
-            encryption_key,
-            subnets,
-            security_group,
+        # One published version; every alias (http, team-<name>, admin) points at it.
+        self.version = self.function.current_version
+        self.http_alias = lambda_.Alias(
+            self,
+            "HttpAlias",
+            alias_name=HTTP_ALIAS,
+            version=self.version,
+            description="Fine-tuning launcher, HTTP API door (the API invokes only this alias)",
         )
+        policy = self.trigger.policy
+        team_names = [t.name for t in teams.teams]
+        policy.add_statements(
+            *launch_statements(
+                stack=stack,
+                platform_name=platform_name,
+                specs=specs,
+                pass_roles=[role.role for role in roles],
+                key=encryption_key,
+                subnets=subnets,
+                security_group=security_group,
+                teams=team_names,
+            )
+        )
+        for jobs in training_job_arns(stack, team_names):
+            acknowledge_resource(
+                policy,
+                jobs,
+                "Job names are generated per request at run time (in teams mode under the "
+                "team's '<team>-' prefix); creation is pinned by condition keys to the catalog's "
+                "instance types, runtime, KMS key, network settings and the platform tag, "
+                "and describing and stopping to jobs tagged by this platform.",
+            )
         policy.add_statements(
             iam.PolicyStatement(
                 sid="JobLedger",
@@ -152,81 +220,6 @@ class JobLauncher(Construct):
 
         self._http_api(stack, log_retention, encryption_key, api_settings)
 
-    def _grant_sagemaker(
-        self,
-        policy: iam.Policy,
-        stack: Stack,
-        platform_name: str,
-        specs: Sequence,
-        training_role: iam.IRole,
-        key: kms.IKey,
-        subnets: Sequence[ec2.ISubnet],
-        security_group: ec2.ISecurityGroup | None,
-    ) -> None:
-        jobs = stack.format_arn(service="sagemaker", resource="training-job", resource_name="*")
-        instance_types = sorted({t for s in specs for t in s.instance_types})
-        conditions: dict[str, dict[str, object]] = {
-            "ForAllValues:StringEquals": {"sagemaker:InstanceTypes": instance_types},
-            "NumericLessThanEquals": {
-                "sagemaker:MaxRuntimeInSeconds": str(max(s.max_runtime_seconds for s in specs))
-            },
-            "ArnEquals": {"sagemaker:OutputKmsKey": key.key_arn},
-            "ArnEqualsIfExists": {"sagemaker:VolumeKmsKey": key.key_arn},
-            "StringEquals": {f"aws:RequestTag/{PLATFORM_TAG}": platform_name},
-        }
-        for flag, attr in (
-            ("sagemaker:NetworkIsolation", "network_isolation"),
-            ("sagemaker:InterContainerTrafficEncryption", "inter_container_encryption"),
-        ):
-            allowed = {bool(getattr(s, attr)) for s in specs}
-            if len(allowed) == 1:
-                conditions.setdefault("Bool", {})[flag] = str(allowed.pop()).lower()
-        if subnets and security_group is not None:
-            conditions["ForAllValues:StringEquals"]["sagemaker:VpcSubnets"] = [
-                s.subnet_id for s in subnets
-            ]
-            conditions["ForAllValues:StringEquals"]["sagemaker:VpcSecurityGroupIds"] = [
-                security_group.security_group_id
-            ]
-            conditions["Null"] = {
-                "sagemaker:VpcSubnets": "false",
-                "sagemaker:VpcSecurityGroupIds": "false",
-            }
-        policy.add_statements(
-            iam.PolicyStatement(
-                sid="CreateCatalogJobsOnly",
-                actions=["sagemaker:CreateTrainingJob"],
-                resources=[jobs],
-                conditions=conditions,
-            ),
-            iam.PolicyStatement(
-                sid="TagJobsAtCreation", actions=["sagemaker:AddTags"], resources=[jobs]
-            ),
-            iam.PolicyStatement(
-                sid="ReadJobs", actions=["sagemaker:DescribeTrainingJob"], resources=[jobs]
-            ),
-            iam.PolicyStatement(
-                sid="StopPlatformJobs",
-                actions=["sagemaker:StopTrainingJob"],
-                resources=[jobs],
-                conditions={"StringEquals": {f"aws:ResourceTag/{PLATFORM_TAG}": platform_name}},
-            ),
-            iam.PolicyStatement(
-                sid="PassTrainingRoleToSageMaker",
-                actions=["iam:PassRole"],
-                resources=[training_role.role_arn],
-                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
-            ),
-        )
-        acknowledge_resource(
-            policy,
-            jobs,
-            "Job names are generated per request at run time; "
-            "creation is pinned by condition keys to the catalog's instance "
-            "types, runtime, KMS key, network settings and the platform tag, "
-            "and stopping to jobs tagged by this platform.",
-        )
-
     def _http_api(
         self, stack: Stack, retention: logs.RetentionDays, key: kms.IKey, settings: ApiSettings
     ) -> None:
@@ -239,18 +232,14 @@ class JobLauncher(Construct):
         )
         integration = integrations.HttpLambdaIntegration(
             "TriggerIntegration",
-            self.function,
+            self.http_alias,
             payload_format_version=apigw.PayloadFormatVersion.VERSION_2_0,
         )
-        routes = (
-            ("/jobs", apigw.HttpMethod.POST),
-            ("/jobs", apigw.HttpMethod.GET),
-            ("/jobs/{job_name}", apigw.HttpMethod.GET),
-            ("/jobs/{job_name}/stop", apigw.HttpMethod.POST),
-            ("/templates", apigw.HttpMethod.GET),
-        )
-        for path, method in routes:
-            self.api.add_routes(path=path, methods=[method], integration=integration)
+        self.routes = ROUTES
+        for method, path in ROUTES:
+            self.api.add_routes(
+                path=path, methods=[apigw.HttpMethod(method)], integration=integration
+            )
         access_logs = logs.LogGroup(
             self,
             "ApiAccessLogs",

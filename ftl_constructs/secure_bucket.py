@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -14,6 +15,12 @@ from ftl_constructs.nag import checkov_skip
 
 class SecureBucket(Construct):
     """Public access blocked, TLS only, KMS encrypted, access-logged and retained on delete.
+
+    The bucket policy also refuses any upload that asks for other encryption than the platform
+    key: SSE-S3 or DSSE, another KMS key, ``aws:kms`` without a key (S3 would pick the AWS managed
+    ``aws/s3`` key), or a customer-provided key. An upload that sends no encryption header gets
+    the bucket default, the platform key, so plain uploads, SageMaker (which sends the platform
+    key's ARN from ``OutputDataConfig.KmsKeyId``) and the launcher's own writes all pass.
 
     Attributes:
         bucket: the bucket.
@@ -46,6 +53,40 @@ class SecureBucket(Construct):
             lifecycle_rules=list(lifecycle_rules) or None,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        for statement in platform_key_upload_rules(self.bucket, encryption_key):
+            self.bucket.add_to_resource_policy(statement)
+
+
+_SSE = "s3:x-amz-server-side-encryption"
+_SSE_KEY = "s3:x-amz-server-side-encryption-aws-kms-key-id"
+_SSE_C = "s3:x-amz-server-side-encryption-customer-algorithm"
+
+
+def platform_key_upload_rules(bucket: s3.IBucket, key: kms.IKey) -> list[iam.PolicyStatement]:
+    """Deny statements (one per way to get it wrong; conditions in one statement are ANDed)."""
+
+    def deny(sid: str, conditions: dict) -> iam.PolicyStatement:
+        return iam.PolicyStatement(
+            sid=sid,
+            effect=iam.Effect.DENY,
+            principals=[iam.AnyPrincipal()],
+            actions=["s3:PutObject"],
+            resources=[bucket.arn_for_objects("*")],
+            conditions=conditions,
+        )
+
+    return [
+        deny("DenyUploadsNotSseKms", {"StringNotEqualsIfExists": {_SSE: "aws:kms"}}),
+        deny(
+            "DenyUploadsUnderOtherKeys",
+            {"StringNotEqualsIfExists": {_SSE_KEY: [key.key_arn, key.key_id]}},
+        ),
+        deny(
+            "DenyUploadsUnderTheAwsManagedKey",
+            {"StringEquals": {_SSE: "aws:kms"}, "Null": {_SSE_KEY: "true"}},
+        ),
+        deny("DenyUploadsWithCustomerKeys", {"Null": {_SSE_C: "false"}}),
+    ]
 
 
 class AccessLogBucket(Construct):

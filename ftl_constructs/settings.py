@@ -7,12 +7,15 @@ accepts, so ``cdk synth`` fails before anything is built.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from jobmodel._rules import is_bucket_name
+from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.teams import TeamsConfig, TeamsError
 
 CONTEXT_PREFIX = "ftl:"
@@ -83,6 +86,14 @@ class PlatformSettings:
     network: NetworkSettings = field(default_factory=NetworkSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
     teams: TeamsConfig = field(default_factory=TeamsConfig)
+    # Price overrides, {"<region>": {"<instance type>": <USD per instance-hour>}} (FTL_PRICES).
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    @property
+    def input_bucket_names(self) -> tuple[str, ...]:
+        """Every bucket named in context that jobs read inputs from (platform-wide or a team's)."""
+        names = [*self.extra_input_buckets, *(b for t in self.teams.teams for b in t.buckets)]
+        return tuple(dict.fromkeys(names))
 
     @property
     def foundation_stack_name(self) -> str:
@@ -162,6 +173,15 @@ class PlatformSettings:
         ):
             raise ContextError("catalogFile", "a path to a JSON template catalog", catalog_file)
 
+        teams = _teams(v)
+        if teams.enabled and extra:
+            raise ContextError(
+                "extraInputBuckets",
+                "not used with ftl:teams (each team reads only its own inputs): list a shared "
+                "bucket in the 'buckets' of each team that may read it",
+                extra,
+            )
+
         return cls(
             name=name,
             catalog_file=catalog_file,
@@ -172,7 +192,8 @@ class PlatformSettings:
             extra_input_buckets=tuple(extra),
             tags=dict(tags),
             network=_network(v),
-            teams=_teams(v),
+            teams=teams,
+            prices=_prices(v),
             api=ApiSettings(
                 throttle_rate=_int(v, "apiThrottleRate", 20, 1, 10000),
                 throttle_burst=_int(v, "apiThrottleBurst", 40, 1, 5000),
@@ -199,6 +220,7 @@ _KEYS = (
     "catalogFile",
     "teams",
     "admins",
+    "prices",
 )
 
 # CloudWatch Logs accepts only these retention periods (days -> aws_logs.RetentionDays name).
@@ -270,11 +292,67 @@ def _choice(v: Mapping[str, Any], key: str, default: str, choices: tuple[str, ..
     return value
 
 
+def _structured(v: Mapping[str, Any], key: str) -> Any:
+    """A JSON-valued key: from cdk.json it is already parsed; from ``-c key=...`` it is text."""
+    value = v[key]
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ContextError(key, "JSON (a list or an object)", value) from None
+    return value
+
+
 def _teams(v: Mapping[str, Any]) -> TeamsConfig:
     try:
-        return TeamsConfig.parse(v["teams"], v["admins"])
+        return TeamsConfig.parse(_structured(v, "teams"), _structured(v, "admins"))
     except TeamsError as exc:
         raise ContextError(exc.key.removeprefix(CONTEXT_PREFIX), exc.rule, exc.got) from None
+
+
+_MAX_HOURLY_PRICE = 10_000.0
+
+
+def _prices(v: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """``ftl:prices``: on-demand USD per instance-hour by region and instance type, merged by
+    the launcher over the shipped price table. Only the catalog's instance types are accepted."""
+    raw = _structured(v, "prices")
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ContextError(
+            "prices", 'an object {"<region>": {"<instance type>": <USD per hour>}}', raw
+        )
+    out: dict[str, dict[str, float]] = {}
+    for region, table in raw.items():
+        if not isinstance(region, str) or not _REGION_RE.match(region):
+            raise ContextError(
+                "prices", "keys must be AWS region names such as 'us-east-1'", region
+            )
+        where = f'prices["{region}"]'
+        if not isinstance(table, dict) or not table:
+            raise ContextError(
+                where, 'a non-empty object {"<instance type>": <USD per hour>}', table
+            )
+        out[region] = {}
+        for itype, price in table.items():
+            if itype not in INSTANCE_TYPES:
+                raise ContextError(
+                    where, "keys must be instance types of the catalog (jobmodel.instances)", itype
+                )
+            if (
+                isinstance(price, bool)
+                or not isinstance(price, int | float)
+                or not math.isfinite(price)
+                or not 0 < price <= _MAX_HOURLY_PRICE
+            ):
+                raise ContextError(
+                    f'{where}["{itype}"]',
+                    f"a price in USD per instance-hour, above 0 and at most {_MAX_HOURLY_PRICE:g}",
+                    price,
+                )
+            out[region][itype] = float(price)
+    return out
 
 
 def _network(v: Mapping[str, Any]) -> NetworkSettings:

@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from collections.abc import Sequence
+
+from aws_cdk import DefaultStackSynthesizer, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge
 from ftl_constructs.settings import NetworkSettings
+
+# What jobs do with the platform's buckets (inputs, checkpoints both ways, model uploads).
+S3_JOB_ACTIONS = (
+    "s3:GetObject",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:ListBucket",
+    "s3:GetBucketLocation",
+    "s3:AbortMultipartUpload",
+    "s3:ListMultipartUploadParts",
+    "s3:ListBucketMultipartUploads",
+)
+
+
+def image_and_source_objects(stack: Stack) -> list[str]:
+    """Objects a job reads from buckets the platform does not own, in the stack's region.
+
+    * ``prod-<region>-starport-layer-bucket``: where ECR serves image layers from (ECR's
+      documented minimum S3 permission for pulls through a VPC endpoint).
+    * the CDK bootstrap asset bucket: it holds ``sourcedir.tar.gz`` (the training source).
+    """
+    qualifier = (
+        stack.node.try_get_context("@aws-cdk/core:bootstrapQualifier")
+        or DefaultStackSynthesizer.DEFAULT_QUALIFIER
+    )
+    return [
+        f"arn:{stack.partition}:s3:::prod-{stack.region}-starport-layer-bucket/*",
+        f"arn:{stack.partition}:s3:::cdk-{qualifier}-assets-{stack.account}-{stack.region}/*",
+    ]
+
 
 # Interface endpoints a training job in a VPC without internet access needs.
 INTERFACE_ENDPOINTS = {
@@ -30,10 +63,15 @@ class TrainingNetwork(Construct):
     allows HTTPS, which in isolated subnets reaches only the VPC endpoints and S3, and with
     ``egress='nat'`` also model hubs on the internet.
 
+    The S3 gateway endpoint's policy allows only the platform's buckets (``job_bucket_arns``)
+    and the objects of :func:`image_and_source_objects`, so a job in the VPC cannot reach any
+    other bucket through it.
+
     Attributes:
         vpc: the VPC.
         subnets: the private subnets jobs are placed in.
         security_group: the training security group.
+        s3_endpoint: the S3 gateway endpoint (None without endpoints).
     """
 
     def __init__(
@@ -44,6 +82,7 @@ class TrainingNetwork(Construct):
         settings: NetworkSettings,
         encryption_key: kms.IKey,
         log_retention: logs.RetentionDays,
+        job_bucket_arns: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, id)
         if not settings.enabled:
@@ -117,12 +156,14 @@ class TrainingNetwork(Construct):
         )
 
         self.endpoint_security_group = None
+        self.s3_endpoint: ec2.GatewayVpcEndpoint | None = None
         if settings.create_endpoints:
-            vpc.add_gateway_endpoint(
+            self.s3_endpoint = vpc.add_gateway_endpoint(
                 "S3Endpoint",
                 service=ec2.GatewayVpcEndpointAwsService.S3,
                 subnets=[ec2.SubnetSelection(subnets=self.subnets)],
             )
+            self._limit_s3_endpoint(self.s3_endpoint, list(job_bucket_arns))
             self.endpoint_security_group = ec2.SecurityGroup(
                 self,
                 "EndpointSecurityGroup",
@@ -146,4 +187,23 @@ class TrainingNetwork(Construct):
             sg,
             "AwsSolutions-EC23",
             "Inbound traffic is allowed only from this security group itself.",
+        )
+
+    def _limit_s3_endpoint(self, endpoint: ec2.GatewayVpcEndpoint, buckets: list[str]) -> None:
+        if buckets:
+            endpoint.add_to_policy(
+                iam.PolicyStatement(
+                    sid="PlatformBuckets",
+                    principals=[iam.AnyPrincipal()],
+                    actions=list(S3_JOB_ACTIONS),
+                    resources=buckets + [f"{arn}/*" for arn in buckets],
+                )
+            )
+        endpoint.add_to_policy(
+            iam.PolicyStatement(
+                sid="ImageLayersAndTrainingSource",
+                principals=[iam.AnyPrincipal()],
+                actions=["s3:GetObject"],
+                resources=image_and_source_objects(Stack.of(self)),
+            )
         )

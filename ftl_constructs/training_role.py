@@ -42,6 +42,8 @@ class TrainingRole(Construct):
         subnets: Iterable[ec2.ISubnet] = (),
         security_group: ec2.ISecurityGroup | None = None,
         extra_input_buckets: Iterable[str] = (),
+        team: str | None = None,
+        team_buckets: Iterable[str] = (),
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
@@ -71,15 +73,44 @@ class TrainingRole(Construct):
         )
         add = self.policy.add_statements
 
-        input_buckets = [data_bucket.bucket_arn] + [
-            f"arn:{stack.partition}:s3:::{name}" for name in extra_input_buckets
+        # A team role (teams mode) sees only the team's prefix of each platform bucket, plus the
+        # team's own input buckets; the platform-wide role sees the whole buckets.
+        objects = f"{team}/*" if team else "*"
+        whole = [
+            f"arn:{stack.partition}:s3:::{name}" for name in (*extra_input_buckets, *team_buckets)
         ]
+        listing = [] if team else ["s3:ListBucket"]
+        if team:
+            add(
+                iam.PolicyStatement(
+                    sid="ReadTrainingData",
+                    actions=["s3:GetObject"],
+                    resources=[data_bucket.arn_for_objects(objects)],
+                ),
+                iam.PolicyStatement(
+                    sid="ListTeamPrefixes",
+                    actions=["s3:ListBucket"],
+                    resources=[
+                        b.bucket_arn for b in (data_bucket, checkpoint_bucket, artifact_bucket)
+                    ],
+                    conditions={"StringLike": {"s3:prefix": [objects]}},
+                ),
+                iam.PolicyStatement(
+                    sid="LocateTeamData",
+                    actions=["s3:GetBucketLocation"],
+                    resources=[data_bucket.bucket_arn],
+                ),
+            )
+        input_buckets = whole if team else [data_bucket.bucket_arn, *whole]
+        if input_buckets:
+            add(
+                iam.PolicyStatement(
+                    sid="ReadTeamBuckets" if team else "ReadTrainingData",
+                    actions=["s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation"],
+                    resources=input_buckets + [f"{arn}/*" for arn in input_buckets],
+                )
+            )
         add(
-            iam.PolicyStatement(
-                sid="ReadTrainingData",
-                actions=["s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation"],
-                resources=input_buckets + [f"{arn}/*" for arn in input_buckets],
-            ),
             # SageMaker syncs /opt/ml/checkpoints both ways; deleting a local file deletes it in S3.
             iam.PolicyStatement(
                 sid="ReadWriteCheckpoints",
@@ -87,25 +118,30 @@ class TrainingRole(Construct):
                     "s3:GetObject",
                     "s3:PutObject",
                     "s3:DeleteObject",
-                    "s3:ListBucket",
+                    *listing,
                     "s3:GetBucketLocation",
                     "s3:AbortMultipartUpload",
                     "s3:ListMultipartUploadParts",
                 ],
-                resources=[checkpoint_bucket.bucket_arn, checkpoint_bucket.arn_for_objects("*")],
+                resources=[
+                    checkpoint_bucket.bucket_arn,
+                    checkpoint_bucket.arn_for_objects(objects),
+                ],
             ),
             iam.PolicyStatement(
                 sid="WriteModelArtifacts",
                 actions=[
                     "s3:GetObject",
                     "s3:PutObject",
-                    "s3:ListBucket",
+                    *listing,
                     "s3:GetBucketLocation",
                     "s3:AbortMultipartUpload",
                     "s3:ListMultipartUploadParts",
                 ],
-                resources=[artifact_bucket.bucket_arn, artifact_bucket.arn_for_objects("*")],
+                resources=[artifact_bucket.bucket_arn, artifact_bucket.arn_for_objects(objects)],
             ),
+        )
+        add(
             iam.PolicyStatement(
                 sid="UsePlatformKey",
                 actions=[
@@ -150,7 +186,9 @@ class TrainingRole(Construct):
         )
         if vpc is not None and security_group is not None:
             self._allow_vpc(stack, vpc, list(subnets), security_group)
-        self._acknowledge(data_bucket, checkpoint_bucket, artifact_bucket, log_group_arn)
+        self._acknowledge(
+            data_bucket, checkpoint_bucket, artifact_bucket, log_group_arn, objects, team, whole
+        )
 
     def allow_image_pull(self, image_uri: str) -> None:
         """Let jobs pull one ECR image, given as its full URI."""
@@ -236,14 +274,30 @@ class TrainingRole(Construct):
         )
 
     def _acknowledge(
-        self, data: s3.IBucket, ckpt: s3.IBucket, art: s3.IBucket, log_group_arn: str
+        self,
+        data: s3.IBucket,
+        ckpt: s3.IBucket,
+        art: s3.IBucket,
+        log_group_arn: str,
+        objects: str,
+        team: str | None,
+        whole: list[str],
     ) -> None:
+        where = f" (only under the team's prefix {team}/)" if team else ""
         for bucket, why in (
             (data, "Jobs read any object of the training-data bucket, which holds nothing else."),
             (ckpt, "Each job writes under its own prefix, named per job at run time."),
             (art, "Each job writes its model under its own prefix, named per job at run time."),
         ):
-            acknowledge_resource(self.policy, bucket.arn_for_objects("*"), why)
+            why = why[:-1] + where + "."
+            acknowledge_resource(self.policy, bucket.arn_for_objects(objects), why)
+        for arn in whole:
+            acknowledge_resource(
+                self.policy,
+                f"{arn}/*",
+                "An input bucket named in context (ftl:extraInputBuckets or the team's buckets) "
+                "is read whole: the platform team shares it with these jobs.",
+            )
         acknowledge(
             self.policy,
             "AwsSolutions-IAM5[Resource::*]",

@@ -69,6 +69,32 @@ class PlatformConfig:
         """Buckets a caller's input URIs may point at (the data bucket plus the allowed ones)."""
         return frozenset((self.data_bucket, *self.allowed_input_buckets))
 
+    def to_env(self) -> dict[str, str]:
+        """The ``FTL_*`` variables :meth:`from_env` reads; the launcher construct writes them
+        into the trigger's environment at synth time (values may be CDK tokens).
+
+        An empty ``role_arn`` is left out: in a teams deployment ``FTL_TEAM_ROLES`` names one
+        training role per team instead of ``FTL_ROLE_ARN``.
+        """
+        env = {
+            "FTL_PLATFORM_NAME": self.platform_name,
+            "FTL_REGION": self.region,
+            "FTL_ROLE_ARN": self.role_arn,
+            "FTL_DATA_BUCKET": self.data_bucket,
+            "FTL_CHECKPOINT_BUCKET": self.checkpoint_bucket,
+            "FTL_ARTIFACT_BUCKET": self.artifact_bucket,
+            "FTL_KMS_KEY_ARN": self.kms_key_arn or "",
+            "FTL_SOURCE_S3_URI": self.source_s3_uri,
+            "FTL_PLATFORM_TAGS": json.dumps(dict(self.platform_tags), sort_keys=True),
+            "FTL_ALLOWED_INPUT_BUCKETS": ",".join(self.allowed_input_buckets),
+        }
+        if not self.role_arn:
+            del env["FTL_ROLE_ARN"]
+        if self.subnets:
+            env["FTL_SUBNETS"] = ",".join(self.subnets)
+            env["FTL_SECURITY_GROUPS"] = ",".join(self.security_groups)
+        return env
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> PlatformConfig:
         """Build from the trigger Lambda's environment (``FTL_*`` variables).

@@ -93,6 +93,77 @@ def _apply_shims() -> None:
     #    touches instead of copying tables: equivalent once nothing else runs concurrently.
     _make_dynamodb_atomic()
 
+    # 5. moto 5.2's CloudFormation has no AWS::Lambda::Alias (the trigger's http, team-<name>
+    #    and admin aliases), and its AWS::Lambda::Version answers neither Ref (the version ARN)
+    #    nor Fn::GetAtt Version: create aliases with moto's own Lambda API, and answer both.
+    _lambda_alias_resources()
+
+
+def _lambda_alias_resources() -> None:
+    from moto.awslambda.models import LambdaVersion, get_backend
+    from moto.cloudformation import parsing
+    from moto.core.common_models import CloudFormationModel
+
+    original_version = LambdaVersion.create_from_cloudformation_json.__func__
+
+    def create_version(
+        cls: Any,
+        resource_name: str,
+        cloudformation_json: Any,
+        account_id: str,
+        region: str,
+        **kw: Any,
+    ) -> Any:
+        version = original_version(
+            cls, resource_name, cloudformation_json, account_id, region, **kw
+        )
+        fn = get_backend(account_id, region).get_function(
+            cloudformation_json["Properties"]["FunctionName"]
+        )
+        version.physical_resource_id = f"{fn.function_arn}:{version.version}"
+        return version
+
+    LambdaVersion.create_from_cloudformation_json = classmethod(create_version)
+    LambdaVersion.get_cfn_attribute = lambda self, attr: str(self.version)  # only "Version"
+
+    class LambdaAliasResource(CloudFormationModel):
+        def __init__(self, arn: str) -> None:
+            self.physical_resource_id = arn  # Ref of an alias is its ARN
+
+        @staticmethod
+        def cloudformation_name_type() -> str:
+            return "Name"
+
+        @staticmethod
+        def cloudformation_type() -> str:
+            return "AWS::Lambda::Alias"
+
+        @classmethod
+        def has_cfn_attr(cls, attr: str) -> bool:
+            return False
+
+        @classmethod
+        def create_from_cloudformation_json(  # type: ignore[override]
+            cls,
+            resource_name: str,
+            cloudformation_json: Any,
+            account_id: str,
+            region: str,
+            **kw: Any,
+        ) -> LambdaAliasResource:
+            props = cloudformation_json["Properties"]
+            alias = get_backend(account_id, region).create_alias(
+                name=props["Name"],
+                function_name=props["FunctionName"],
+                function_version=str(props["FunctionVersion"]),
+                description=props.get("Description", ""),
+                routing_config=props.get("RoutingConfig"),
+            )
+            return cls(alias.arn)
+
+    parsing.get_model_map.cache_clear()
+    parsing.get_name_type_map.cache_clear()
+
 
 def _make_dynamodb_atomic() -> None:
     import copy as copy_module

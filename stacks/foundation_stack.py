@@ -21,7 +21,11 @@ from ftl_constructs.training_role import TrainingRole
 
 
 class FoundationStack(Stack):
-    """What every job stands on: key, buckets, training role and (optionally) a VPC."""
+    """What every job stands on: key, buckets, training role(s) and (optionally) a VPC.
+
+    Attributes of note: ``training_role`` (single-team) or ``team_roles`` (team name -> role;
+    teams mode), and ``training_roles``, whichever of them exist.
+    """
 
     def __init__(
         self, scope: Construct, id: str, *, settings: PlatformSettings, **kwargs: Any
@@ -72,11 +76,15 @@ class FoundationStack(Stack):
                 settings=settings.network,
                 encryption_key=self.key,
                 log_retention=retention_days(settings.log_retention_days),
+                job_bucket_arns=[
+                    self.data_bucket.bucket_arn,
+                    self.checkpoint_bucket.bucket_arn,
+                    self.artifact_bucket.bucket_arn,
+                    *(f"arn:{self.partition}:s3:::{name}" for name in settings.input_bucket_names),
+                ],
             )
 
-        self.training_role = TrainingRole(
-            self,
-            "TrainingRole",
+        role_settings = dict(
             data_bucket=self.data_bucket,
             checkpoint_bucket=self.checkpoint_bucket,
             artifact_bucket=self.artifact_bucket,
@@ -84,13 +92,32 @@ class FoundationStack(Stack):
             vpc=self.network.vpc if self.network else None,
             subnets=self.network.subnets if self.network else (),
             security_group=self.network.security_group if self.network else None,
-            extra_input_buckets=settings.extra_input_buckets,
         )
+        # Single-team: one role for every job. Teams: one role per team, none shared.
+        self.training_role: TrainingRole | None = None
+        self.team_roles: dict[str, TrainingRole] = {}
+        if settings.teams.enabled:
+            for team in settings.teams.teams:
+                self.team_roles[team.name] = TrainingRole(
+                    self,
+                    f"TeamTrainingRole-{team.name}",
+                    team=team.name,
+                    team_buckets=team.buckets,
+                    **role_settings,
+                )
+        else:
+            self.training_role = TrainingRole(
+                self,
+                "TrainingRole",
+                extra_input_buckets=settings.extra_input_buckets,
+                **role_settings,
+            )
 
         CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)
         CfnOutput(self, "CheckpointBucketName", value=self.checkpoint_bucket.bucket_name)
         CfnOutput(self, "ArtifactBucketName", value=self.artifact_bucket.bucket_name)
-        CfnOutput(self, "TrainingRoleArn", value=self.training_role.role.role_arn)
+        if self.training_role is not None:
+            CfnOutput(self, "TrainingRoleArn", value=self.training_role.role.role_arn)
         CfnOutput(self, "PlatformKeyArn", value=self.key.key_arn)
         if self.network:
             CfnOutput(
@@ -99,3 +126,8 @@ class FoundationStack(Stack):
             CfnOutput(
                 self, "TrainingSubnetIds", value=",".join(s.subnet_id for s in self.network.subnets)
             )
+
+    @property
+    def training_roles(self) -> list[TrainingRole]:
+        """Every training role jobs may run as (one, or one per team)."""
+        return [self.training_role] if self.training_role else list(self.team_roles.values())

@@ -11,6 +11,7 @@ from ftl_constructs.job_events import JobEvents
 from ftl_constructs.job_template import TrainingJobTemplate, catalog_specs
 from ftl_constructs.launcher import JobLauncher
 from ftl_constructs.settings import PlatformSettings, retention_days
+from ftl_constructs.team_access import TeamAccess, output_id
 from stacks.foundation_stack import FoundationStack
 
 
@@ -37,6 +38,9 @@ class LauncherStack(Stack):
             platform_name=settings.name,
             templates=templates,
             training_role=foundation.training_role,
+            team_roles=foundation.team_roles,
+            teams=settings.teams,
+            prices=settings.prices,
             data_bucket=foundation.data_bucket,
             checkpoint_bucket=foundation.checkpoint_bucket,
             artifact_bucket=foundation.artifact_bucket,
@@ -52,13 +56,40 @@ class LauncherStack(Stack):
             self,
             "JobEvents",
             table=self.launcher.table,
-            training_role=foundation.training_role.role,
+            training_roles=[r.role for r in foundation.training_roles],
             encryption_key=foundation.key,
             log_retention=retention,
+            environment=self.launcher.shared_environment,
         )
+        self.team_access = None
+        if settings.teams.enabled:
+            self.team_access = TeamAccess(
+                self,
+                "TeamAccess",
+                version=self.launcher.version,
+                api=self.launcher.api,
+                routes=self.launcher.routes,
+                teams=settings.teams,
+            )
 
         CfnOutput(self, "TriggerFunctionName", value=self.launcher.function.function_name)
         CfnOutput(self, "TriggerFunctionArn", value=self.launcher.function.function_arn)
         CfnOutput(self, "JobApiUrl", value=self.launcher.api_url)
         CfnOutput(self, "JobTableName", value=self.launcher.table.table_name)
         CfnOutput(self, "JobEventsTopicArn", value=self.events.topic.topic_arn)
+        if self.team_access is not None:
+            access = self.team_access
+            for name, alias in access.aliases.items():
+                oid = output_id(name)
+                CfnOutput(self, f"Team{oid}InvokeArn", value=alias.function_arn)
+                CfnOutput(
+                    self, f"Team{oid}PolicyArn", value=access.policies[name].managed_policy_arn
+                )
+                CfnOutput(
+                    self,
+                    f"Team{oid}TrainingRoleArn",
+                    value=foundation.team_roles[name].role.role_arn,
+                )
+            if access.admin_alias is not None and access.admin_policy is not None:
+                CfnOutput(self, "AdminInvokeArn", value=access.admin_alias.function_arn)
+                CfnOutput(self, "AdminPolicyArn", value=access.admin_policy.managed_policy_arn)

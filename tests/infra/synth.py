@@ -39,3 +39,19 @@ def templates(context_json: str = "{}") -> dict[str, Template]:
 
 def template(stack: str, **context: object) -> Template:
     return templates(json.dumps(context, sort_keys=True))[stack]
+
+
+# Two teams (one with an extra input bucket and limits) and an admin: the teams-mode fixture.
+TEAMS_CONTEXT = {
+    "ftl:teams": [
+        {
+            "name": "team-a",
+            "principals": ["arn:aws:iam::123456789012:role/team-a-scientists"],
+            "buckets": ["team-a-shared-corpus"],
+            "limits": {"max_instances": 4, "monthly_budget_usd": 5000},
+        },
+        {"name": "team-b", "principals": ["arn:aws:iam::123456789012:role/team-b-*"]},
+    ],
+    "ftl:admins": ["arn:aws:iam::123456789012:role/platform-admin"],
+    "ftl:prices": {"us-east-1": {"ml.p4d.24xlarge": 37.688}},
+}

@@ -7,13 +7,14 @@ import json
 import pytest
 from cfnlint.api import lint_all
 
-from tests.infra.synth import EXISTING_VPC, templates
+from tests.infra.synth import EXISTING_VPC, TEAMS_CONTEXT, templates
 
 MODES = {
     "no-vpc": {},
     "new-vpc-isolated": {"ftl:network": "new"},
     "new-vpc-nat": {"ftl:network": "new", "ftl:egress": "nat"},
     "existing-vpc": {"ftl:network": "existing", "ftl:existingVpc": EXISTING_VPC},
+    "teams": TEAMS_CONTEXT,
 }
 
 

@@ -18,13 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.infra.checkov_tool import checkov_command
-from tests.infra.synth import EXISTING_VPC, templates
+from tests.infra.synth import EXISTING_VPC, TEAMS_CONTEXT, templates
 
 MODES = {
     "no-vpc": {},
     "new-vpc-isolated": {"ftl:network": "new"},
     "new-vpc-nat": {"ftl:network": "new", "ftl:egress": "nat"},
     "existing-vpc": {"ftl:network": "existing", "ftl:existingVpc": EXISTING_VPC},
+    "teams": TEAMS_CONTEXT,
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from aws_cdk.assertions import Match
 
@@ -323,3 +325,106 @@ def test_settings_are_frozen():
     s = PlatformSettings.from_mapping({})
     with pytest.raises(AttributeError):
         s.name = "other"  # type: ignore[misc]
+
+
+# --- issue 9: uploads under the platform key only; the S3 endpoint reaches only what jobs need
+
+
+def _deny_sids(policy):
+    return {
+        s.get("Sid"): s
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        if s["Effect"] == "Deny" and s["Action"] == "s3:PutObject"
+    }
+
+
+def test_kms_buckets_refuse_uploads_not_under_the_platform_key(foundation):
+    policies = foundation.find_resources("AWS::S3::BucketPolicy")
+    guarded = [p for p in policies.values() if _deny_sids(p)]
+    assert len(guarded) == 3  # data, checkpoints, artifacts; not the SSE-S3 access-log bucket
+    sse = "s3:x-amz-server-side-encryption"
+    for policy in guarded:
+        s = _deny_sids(policy)
+        assert s["DenyUploadsNotSseKms"]["Condition"] == {
+            "StringNotEqualsIfExists": {sse: "aws:kms"}
+        }
+        key_ids = s["DenyUploadsUnderOtherKeys"]["Condition"]["StringNotEqualsIfExists"][
+            f"{sse}-aws-kms-key-id"
+        ]
+        assert "PlatformKey" in key_ids[0]["Fn::GetAtt"][0] and "PlatformKey" in key_ids[1]["Ref"]
+        assert s["DenyUploadsUnderTheAwsManagedKey"]["Condition"] == {
+            "StringEquals": {sse: "aws:kms"},
+            "Null": {f"{sse}-aws-kms-key-id": "true"},
+        }
+        assert s["DenyUploadsWithCustomerKeys"]["Condition"] == {
+            "Null": {f"{sse}-customer-algorithm": "false"}
+        }
+        for stmt in s.values():
+            assert stmt["Principal"] == {"AWS": "*"}
+
+
+def test_s3_gateway_endpoint_reaches_only_platform_buckets_layers_and_assets(foundation_vpc):
+    (endpoint,) = foundation_vpc.find_resources(
+        "AWS::EC2::VPCEndpoint", {"Properties": {"VpcEndpointType": "Gateway"}}
+    ).values()
+    statements = {s["Sid"]: s for s in endpoint["Properties"]["PolicyDocument"]["Statement"]}
+    assert set(statements) == {"PlatformBuckets", "ImageLayersAndTrainingSource"}
+    buckets = json.dumps(statements["PlatformBuckets"]["Resource"])
+    for name in ("DataBucket", "CheckpointBucket", "ArtifactBucket"):
+        assert name in buckets
+    assert "AccessLogs" not in buckets
+    assert "s3:PutObject" in statements["PlatformBuckets"]["Action"]
+    assert statements["ImageLayersAndTrainingSource"]["Action"] == "s3:GetObject"
+    objects = sorted(
+        "".join(p if isinstance(p, str) else "<partition>" for p in r["Fn::Join"][1])
+        for r in statements["ImageLayersAndTrainingSource"]["Resource"]
+    )
+    assert objects == [
+        "arn:<partition>:s3:::cdk-hnb659fds-assets-123456789012-us-east-1/*",
+        "arn:<partition>:s3:::prod-us-east-1-starport-layer-bucket/*",
+    ]
+    assert all(s["Effect"] == "Allow" for s in statements.values())
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ({"prices": ["x"]}, "ftl:prices"),
+        ({"prices": {"mars-1": {"ml.p4d.24xlarge": 1}}}, "ftl:prices"),
+        ({"prices": {"us-east-1": {"ml.nope.large": 1}}}, 'ftl:prices["us-east-1"]'),
+        (
+            {"prices": {"us-east-1": {"ml.p4d.24xlarge": 0}}},
+            'ftl:prices["us-east-1"]["ml.p4d.24xlarge"]',
+        ),
+        (
+            {"prices": {"us-east-1": {"ml.p4d.24xlarge": True}}},
+            'ftl:prices["us-east-1"]["ml.p4d.24xlarge"]',
+        ),
+        ({"prices": "{not json"}, "ftl:prices"),
+        ({"teams": [{"name": "A", "principals": []}]}, "ftl:teams[0].name"),
+        ({"teams": "[{]"}, "ftl:teams"),
+        (
+            {
+                "teams": [{"name": "team-a", "principals": ["arn:aws:iam::123456789012:role/a"]}],
+                "extraInputBuckets": ["shared"],
+            },
+            "ftl:extraInputBuckets",
+        ),
+    ],
+)
+def test_bad_prices_and_teams_fail_naming_the_key(raw, key):
+    with pytest.raises(ContextError) as err:
+        PlatformSettings.from_mapping(raw)
+    assert err.value.key == key
+    assert key in str(err.value)
+
+
+def test_prices_and_teams_accept_json_text_from_the_command_line():
+    s = PlatformSettings.from_mapping(
+        {
+            "prices": '{"us-east-1": {"ml.p4d.24xlarge": 37.688}}',
+            "teams": '[{"name": "team-a", "principals": ["arn:aws:iam::123456789012:role/a"]}]',
+        }
+    )
+    assert s.prices == {"us-east-1": {"ml.p4d.24xlarge": 37.688}}
+    assert [t.name for t in s.teams.teams] == ["team-a"]

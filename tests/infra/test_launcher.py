@@ -9,7 +9,10 @@ import pytest
 from aws_cdk.assertions import Match
 
 from ftl_constructs.job_template import TrainingJobTemplate
+from ftl_constructs.launcher import ROUTES
 from jobmodel import TemplateError, shipped_catalog
+from jobmodel.instances import INSTANCE_TYPES
+from jobmodel.platform import PlatformConfig
 from tests.infra.synth import template
 
 
@@ -54,6 +57,7 @@ def test_vpc_mode_pins_subnets_and_security_groups(launcher_vpc):
     assert len(cond["ForAllValues:StringEquals"]["sagemaker:VpcSubnets"]) == 2
     assert len(cond["ForAllValues:StringEquals"]["sagemaker:VpcSecurityGroupIds"]) == 1
     assert cond["Null"] == {
+        "sagemaker:InstanceTypes": "false",
         "sagemaker:VpcSubnets": "false",
         "sagemaker:VpcSecurityGroupIds": "false",
     }
@@ -87,6 +91,7 @@ def test_every_route_requires_iam_auth(launcher):
         "GET /jobs/{job_name}",
         "POST /jobs/{job_name}/stop",
         "GET /templates",
+        "GET /whoami",
     }
     assert all(r["Properties"]["AuthorizationType"] == "AWS_IAM" for r in routes.values())
 
@@ -261,3 +266,166 @@ def test_catalog_file_adds_templates_and_bad_ones_fail_synth(tmp_path):
     with pytest.raises(TemplateError) as err:
         template("launcher", **{"ftl:catalogFile": str(path), "ftl:platformName": "ftl2"})
     assert err.value.template == "team-bad"
+
+
+# --- IAM hardening (issue 9): each statement asserted -------------------------------------
+
+
+def test_create_requires_the_instance_type_key_and_refuses_vpc_config_without_a_vpc(launcher):
+    cond = _statements(launcher, "TriggerPolicy")["CreateCatalogJobsOnly"]["Condition"]
+    # ForAllValues is true when the key is absent: Null makes the instance types mandatory.
+    assert cond["Null"] == {
+        "sagemaker:InstanceTypes": "false",
+        "sagemaker:VpcSubnets": "true",
+        "sagemaker:VpcSecurityGroupIds": "true",
+    }
+    assert cond["NumericLessThanEqualsIfExists"] == {
+        "sagemaker:KeepAlivePeriod": str(
+            max(spec.keep_alive_seconds for spec in shipped_catalog().values())
+        )
+    }
+    assert s_resources(_statements(launcher, "TriggerPolicy")["CreateCatalogJobsOnly"]) == [
+        "training-job/*"
+    ]
+
+
+def s_resources(statement):
+    """The resource names of a statement's training-job ARNs (after 'training-job/')."""
+    resources = statement["Resource"]
+    resources = resources if isinstance(resources, list) else [resources]
+    return [
+        "training-job/" + json.dumps(r).split(":training-job/")[1].split('"')[0] for r in resources
+    ]
+
+
+def test_remote_debugging_is_denied(launcher):
+    s = _statements(launcher, "TriggerPolicy")["DenyRemoteDebug"]
+    assert s["Effect"] == "Deny"
+    assert s["Action"] == "sagemaker:CreateTrainingJob"
+    assert s["Condition"] == {"Bool": {"sagemaker:EnableRemoteDebug": "true"}}
+
+
+def test_ebs_instance_types_must_name_a_volume_key(launcher):
+    s = _statements(launcher, "TriggerPolicy")["DenyEbsVolumesWithoutPlatformKey"]
+    assert s["Effect"] == "Deny" and s["Action"] == "sagemaker:CreateTrainingJob"
+    assert s["Condition"]["Null"] == {"sagemaker:VolumeKmsKey": "true"}
+    ebs = set(s["Condition"]["ForAnyValue:StringEquals"]["sagemaker:InstanceTypes"])
+    assert ebs == {n for n, i in INSTANCE_TYPES.items() if not i.local_nvme}
+    for nvme in ("ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.g5.xlarge"):
+        assert nvme not in ebs
+    assert {"ml.p3.2xlarge", "ml.m5.xlarge"} <= ebs
+
+
+def test_tags_only_at_creation(launcher):
+    s = _statements(launcher, "TriggerPolicy")["TagJobsAtCreation"]
+    assert s["Action"] == "sagemaker:AddTags"
+    assert s["Condition"] == {"StringEquals": {"sagemaker:TaggingAction": "CreateTrainingJob"}}
+
+
+def test_describe_only_platform_tagged_jobs(launcher):
+    s = _statements(launcher, "TriggerPolicy")["ReadPlatformJobs"]
+    assert s["Action"] == "sagemaker:DescribeTrainingJob"
+    assert s["Condition"] == {"StringEquals": {"aws:ResourceTag/ftl:platform": "ftl"}}
+    actions = [
+        a
+        for stmt in _statements(launcher, "TriggerPolicy").values()
+        for a in (stmt["Action"] if isinstance(stmt["Action"], list) else [stmt["Action"]])
+        if a.startswith("sagemaker:") and stmt["Effect"] == "Allow"
+    ]
+    assert sorted(actions) == [
+        "sagemaker:AddTags",
+        "sagemaker:CreateTrainingJob",
+        "sagemaker:DescribeTrainingJob",
+        "sagemaker:StopTrainingJob",
+    ]
+
+
+def _refs(value):
+    return json.dumps(value)
+
+
+def test_http_api_invokes_only_the_http_alias(launcher):
+    aliases = launcher.find_resources("AWS::Lambda::Alias", {"Properties": {"Name": "http"}})
+    (http_id,) = aliases
+    integrations = launcher.find_resources("AWS::ApiGatewayV2::Integration")
+    assert integrations and all(
+        _refs(i["Properties"]["IntegrationUri"]) == _refs({"Ref": http_id})
+        for i in integrations.values()
+    )
+    api_permissions = launcher.find_resources(
+        "AWS::Lambda::Permission", {"Properties": {"Principal": "apigateway.amazonaws.com"}}
+    )
+    assert len(api_permissions) == len(ROUTES)
+    assert all(
+        p["Properties"]["FunctionName"] == {"Ref": http_id} for p in api_permissions.values()
+    )
+    # Single-team: the http alias is the only one, and no per-team policies or outputs.
+    assert len(launcher.find_resources("AWS::Lambda::Alias")) == 1
+    launcher.resource_count_is("AWS::IAM::ManagedPolicy", 0)
+    assert not [o for o in launcher.find_outputs("*") if o.startswith(("Team", "Admin"))]
+
+
+def test_single_team_environment_has_no_team_variables(launcher):
+    (fn,) = launcher.find_resources(
+        "AWS::Lambda::Function",
+        {
+            "Properties": {
+                "Environment": {
+                    "Variables": {
+                        "FTL_JOB_TABLE": Match.any_value(),
+                        "FTL_ROLE_ARN": Match.any_value(),
+                    }
+                }
+            }
+        },
+    ).values()
+    variables = fn["Properties"]["Environment"]["Variables"]
+    config = PlatformConfig(
+        region="r",
+        role_arn="x",
+        data_bucket="d",
+        checkpoint_bucket="c",
+        artifact_bucket="a",
+        source_s3_uri="s3://b/k",
+    )
+    # The launcher writes exactly what PlatformConfig.to_env names (plus the ledger table).
+    assert set(variables) == {*config.to_env(), "FTL_JOB_TABLE"}
+
+
+def test_platform_config_env_round_trips():
+    config = PlatformConfig(
+        region="eu-west-1",
+        role_arn="arn:aws:iam::123456789012:role/train",
+        data_bucket="data",
+        checkpoint_bucket="ckpt",
+        artifact_bucket="art",
+        kms_key_arn="arn:aws:kms:eu-west-1:123456789012:key/abc",
+        subnets=("subnet-1", "subnet-2"),
+        security_groups=("sg-1",),
+        source_s3_uri="s3://assets/source.tar.gz",
+        allowed_input_buckets=("shared",),
+        platform_tags={"project": "x"},
+        platform_name="ftl2",
+    )
+    assert PlatformConfig.from_env(config.to_env()) == config
+
+
+def test_only_eventbridge_invokes_the_job_events_function_for_its_rule(launcher):
+    (rule_id,) = launcher.find_resources("AWS::Events::Rule")
+    (events_fn,) = launcher.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Environment": {"Variables": {"FTL_TOPIC_ARN": Match.any_value()}}}},
+    )
+    permissions = [
+        p["Properties"]
+        for p in launcher.find_resources("AWS::Lambda::Permission").values()
+        if events_fn in _refs(p["Properties"]["FunctionName"])
+    ]
+    assert permissions == [
+        {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": {"Fn::GetAtt": [events_fn, "Arn"]},
+            "Principal": "events.amazonaws.com",
+            "SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]},
+        }
+    ]

@@ -1,0 +1,142 @@
+"""The trigger's SageMaker and PassRole statements: what IAM itself pins about every job.
+
+Every condition key here is one the SageMaker service authorization reference lists for the
+action (``CreateTrainingJob``: ``sagemaker:InstanceTypes``, ``MaxRuntimeInSeconds``,
+``OutputKmsKey``, ``VolumeKmsKey``, ``NetworkIsolation``, ``InterContainerTrafficEncryption``,
+``VpcSubnets``, ``VpcSecurityGroupIds``, ``KeepAlivePeriod``, ``EnableRemoteDebug``,
+``aws:RequestTag``; ``AddTags``: ``sagemaker:TaggingAction``; ``DescribeTrainingJob`` and
+``StopTrainingJob``: ``aws:ResourceTag``). What IAM cannot see (the image, the entry point, the
+instance count, per-template limits) is pinned only by the launcher's validation; README.md,
+Security, lists both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+
+from jobmodel import TemplateSpec
+from jobmodel.instances import INSTANCE_TYPES
+
+PLATFORM_TAG = "ftl:platform"
+TEAM_TAG = "ftl:team"
+SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
+
+# Instance types whose storage is EBS: SageMaker encrypts their volume with VolumeKmsKeyId, so a
+# job on one of them must name the platform key. The NVMe types reject the field (their instance
+# storage is encrypted by the hardware). The job model's instance catalog is the one source.
+EBS_INSTANCE_TYPES = tuple(sorted(n for n, i in INSTANCE_TYPES.items() if not i.local_nvme))
+
+
+def training_job_arns(stack: Stack, teams: Sequence[str] = ()) -> list[str]:
+    """This platform's training jobs: any name, or in teams mode names starting ``<team>-``."""
+    names = [f"{team}-*" for team in teams] or ["*"]
+    return [
+        stack.format_arn(service="sagemaker", resource="training-job", resource_name=name)
+        for name in names
+    ]
+
+
+def launch_statements(
+    *,
+    stack: Stack,
+    platform_name: str,
+    specs: Sequence[TemplateSpec],
+    pass_roles: Sequence[iam.IRole],
+    key: kms.IKey,
+    subnets: Sequence[ec2.ISubnet] = (),
+    security_group: ec2.ISecurityGroup | None = None,
+    teams: Sequence[str] = (),
+) -> list[iam.PolicyStatement]:
+    """The trigger's statements for starting, describing, stopping and tagging jobs."""
+    jobs = training_job_arns(stack, teams)
+    instance_types = sorted({t for s in specs for t in s.instance_types})
+    in_vpc = bool(subnets) and security_group is not None
+    only_values: dict[str, Any] = {"sagemaker:InstanceTypes": instance_types}
+    # ForAllValues is true for a key that is absent, so Null pins each list key as present.
+    null: dict[str, str] = {"sagemaker:InstanceTypes": "false"}
+    if in_vpc:
+        assert security_group is not None
+        only_values["sagemaker:VpcSubnets"] = [s.subnet_id for s in subnets]
+        only_values["sagemaker:VpcSecurityGroupIds"] = [security_group.security_group_id]
+        null.update({"sagemaker:VpcSubnets": "false", "sagemaker:VpcSecurityGroupIds": "false"})
+    else:  # network=none: a request with any VPC config is refused
+        null.update({"sagemaker:VpcSubnets": "true", "sagemaker:VpcSecurityGroupIds": "true"})
+    tags: dict[str, Any] = {f"aws:RequestTag/{PLATFORM_TAG}": platform_name}
+    if teams:
+        tags[f"aws:RequestTag/{TEAM_TAG}"] = list(teams)
+    conditions: dict[str, dict[str, Any]] = {
+        "ForAllValues:StringEquals": only_values,
+        "Null": null,
+        "NumericLessThanEquals": {
+            "sagemaker:MaxRuntimeInSeconds": str(max(s.max_runtime_seconds for s in specs))
+        },
+        "NumericLessThanEqualsIfExists": {
+            "sagemaker:KeepAlivePeriod": str(max(s.keep_alive_seconds for s in specs))
+        },
+        "ArnEquals": {"sagemaker:OutputKmsKey": key.key_arn},
+        "ArnEqualsIfExists": {"sagemaker:VolumeKmsKey": key.key_arn},
+        "StringEquals": tags,
+    }
+    for flag, attr in (
+        ("sagemaker:NetworkIsolation", "network_isolation"),
+        ("sagemaker:InterContainerTrafficEncryption", "inter_container_encryption"),
+    ):
+        allowed = {bool(getattr(s, attr)) for s in specs}
+        if len(allowed) == 1:
+            conditions.setdefault("Bool", {})[flag] = str(allowed.pop()).lower()
+    own_jobs = {"StringEquals": {f"aws:ResourceTag/{PLATFORM_TAG}": platform_name}}
+    return [
+        iam.PolicyStatement(
+            sid="CreateCatalogJobsOnly",
+            actions=["sagemaker:CreateTrainingJob"],
+            resources=jobs,
+            conditions=conditions,
+        ),
+        iam.PolicyStatement(
+            sid="DenyRemoteDebug",
+            effect=iam.Effect.DENY,
+            actions=["sagemaker:CreateTrainingJob"],
+            resources=jobs,
+            conditions={"Bool": {"sagemaker:EnableRemoteDebug": "true"}},
+        ),
+        iam.PolicyStatement(
+            sid="DenyEbsVolumesWithoutPlatformKey",
+            effect=iam.Effect.DENY,
+            actions=["sagemaker:CreateTrainingJob"],
+            resources=jobs,
+            conditions={
+                "ForAnyValue:StringEquals": {"sagemaker:InstanceTypes": list(EBS_INSTANCE_TYPES)},
+                "Null": {"sagemaker:VolumeKmsKey": "true"},
+            },
+        ),
+        iam.PolicyStatement(
+            sid="TagJobsAtCreation",
+            actions=["sagemaker:AddTags"],
+            resources=jobs,
+            conditions={"StringEquals": {"sagemaker:TaggingAction": "CreateTrainingJob"}},
+        ),
+        iam.PolicyStatement(
+            sid="ReadPlatformJobs",
+            actions=["sagemaker:DescribeTrainingJob"],
+            resources=jobs,
+            conditions=own_jobs,
+        ),
+        iam.PolicyStatement(
+            sid="StopPlatformJobs",
+            actions=["sagemaker:StopTrainingJob"],
+            resources=jobs,
+            conditions=own_jobs,
+        ),
+        iam.PolicyStatement(
+            sid="PassTrainingRoleToSageMaker",
+            actions=["iam:PassRole"],
+            resources=[role.role_arn for role in pass_roles],
+            conditions={"StringEquals": {"iam:PassedToService": SAGEMAKER_SERVICE}},
+        ),
+    ]

@@ -1,0 +1,110 @@
+"""Per-team doors into the launcher: one trigger alias and one managed policy per team.
+
+The trigger decides the caller's team from the alias it was invoked through
+(``context.invoked_function_arn``), never from the event, so IAM decides who is which team:
+whoever may invoke ``team-<name>`` acts as team ``<name>``. The platform team attaches a team's
+managed policy to that team's roles; it grants exactly ``lambda:InvokeFunction`` on the team's
+alias and ``execute-api:Invoke`` on the HTTP API's routes (on that door the team comes from the
+caller's IAM ARN). Admins get the ``admin`` alias and policy the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from ftl_constructs.nag import acknowledge_resource
+from jobmodel.teams import TeamsConfig
+
+ADMIN_ALIAS = "admin"
+
+
+def team_alias_name(team: str) -> str:
+    return f"team-{team}"
+
+
+def output_id(team: str) -> str:
+    """``team-a`` -> ``Teama``: the ``<Id>`` in ``Team<Id>InvokeArn`` (docs/API.md)."""
+    flat = team.replace("-", "")
+    return flat[:1].upper() + flat[1:]
+
+
+class TeamAccess(Construct):
+    """Aliases ``team-<name>`` (and ``admin``) of the trigger's published version, with one
+    customer-managed policy each.
+
+    Attributes:
+        aliases: team name -> its alias.
+        policies: team name -> its managed policy.
+        admin_alias: the ``admin`` alias (None without admins).
+        admin_policy: the admins' managed policy (None without admins).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        version: lambda_.IVersion,
+        api: apigw.IHttpApi,
+        routes: Sequence[tuple[str, str]],
+        teams: TeamsConfig,
+    ) -> None:
+        super().__init__(scope, id)
+        # "/jobs/{job_name}" -> "/jobs/*": one ARN per route of the API.
+        self.route_arns = [
+            api.arn_for_execute_api(method, _route_glob(path), "*") for method, path in routes
+        ]
+        self.aliases: dict[str, lambda_.Alias] = {}
+        self.policies: dict[str, iam.ManagedPolicy] = {}
+        for team in teams.teams:
+            alias, policy = self._door(version, team_alias_name(team.name), f"team {team.name}")
+            self.aliases[team.name] = alias
+            self.policies[team.name] = policy
+        self.admin_alias: lambda_.Alias | None = None
+        self.admin_policy: iam.ManagedPolicy | None = None
+        if teams.admins:
+            self.admin_alias, self.admin_policy = self._door(version, ADMIN_ALIAS, "the admins")
+
+    def _door(
+        self, version: lambda_.IVersion, alias_name: str, who: str
+    ) -> tuple[lambda_.Alias, iam.ManagedPolicy]:
+        alias = lambda_.Alias(
+            self,
+            f"Alias-{alias_name}",
+            alias_name=alias_name,
+            version=version,
+            description=f"Fine-tuning launcher, direct door for {who}",
+        )
+        policy = iam.ManagedPolicy(
+            self,
+            f"Policy-{alias_name}",
+            description=f"Fine-tuning launcher access for {who}: invoke alias {alias_name} "
+            "and call the HTTP API",
+            statements=[
+                iam.PolicyStatement(
+                    sid="InvokeOwnAlias",
+                    actions=["lambda:InvokeFunction"],
+                    resources=[alias.function_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="CallJobApi", actions=["execute-api:Invoke"], resources=self.route_arns
+                ),
+            ],
+        )
+        for arn in self.route_arns:
+            acknowledge_resource(
+                policy,
+                arn,
+                "One ARN per route of the launcher's HTTP API: '*' stands for the one stage "
+                "and for a path parameter (the job name), which callers choose per request.",
+            )
+        return alias, policy
+
+
+def _route_glob(path: str) -> str:
+    return "/".join("*" if part.startswith("{") else part for part in path.split("/"))
