@@ -10,6 +10,13 @@ import pytest
 import jobmodel as jm
 
 
+def rule_cases(cases: list[tuple[str, str, dict[str, Any], str]]) -> Any:
+    """Parametrize a test over ``(id, base template, changes, rule id)`` cases."""
+    return pytest.mark.parametrize(
+        ("base", "changes", "rule"), [c[1:] for c in cases], ids=[c[0] for c in cases]
+    )
+
+
 def spec_with(shipped: dict[str, jm.TemplateSpec], base: str, /, **changes: Any) -> jm.TemplateSpec:
     """A copy of the shipped template ``base`` with ``changes`` applied."""
     return dataclasses.replace(shipped[base], **changes)

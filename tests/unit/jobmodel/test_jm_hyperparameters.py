@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 import jobmodel as jm
-from tests.unit.jobmodel.template_support import rule_of, spec_with
+from tests.unit.jobmodel.template_support import rule_cases, rule_of, spec_with
 
 
 def test_hyperparameter_rule_dict_form_is_the_contracts() -> None:
@@ -130,9 +128,7 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("base", "changes", "rule"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
-)
+@rule_cases(CASES)
 def test_every_rule_fires(
     shipped: dict[str, jm.TemplateSpec], base: str, changes: dict[str, Any], rule: str
 ) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import jobmodel as jm
-from tests.unit.jobmodel.template_support import rule_of, spec_with
+from tests.unit.jobmodel.template_support import rule_cases, rule_of, spec_with
 
 CASES: list[tuple[str, str, dict[str, Any], str]] = [
     ("name-upper", "bert-large-qa", {"name": "Bert_QA"}, "name"),
@@ -200,9 +200,7 @@ CASES: list[tuple[str, str, dict[str, Any], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("base", "changes", "rule"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
-)
+@rule_cases(CASES)
 def test_every_rule_fires(
     shipped: dict[str, jm.TemplateSpec], base: str, changes: dict[str, Any], rule: str
 ) -> None:
