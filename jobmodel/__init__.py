@@ -1,11 +1,16 @@
 """The job model: instance catalog, templates, request validation, CreateTrainingJob renderer.
 
+Templates: types in ``spec`` and ``hyperparameters``, rules in ``template_rules`` and
+``distribution``, catalog files in ``catalog`` (``templates`` maps them).
+
 Standard library only: the CDK constructs use it at synth time and the trigger
 Lambda carries a copy at run time.
 """
 
+from .catalog import CATALOG_VERSION, dump_catalog, load_catalog, shipped_catalog
 from .contract import HTTP_STATUS, JOB_STATUSES, TERMINAL_STATUSES
 from .errors import JobModelError, NotFound, TemplateError, ValidationError
+from .hyperparameters import HyperparameterRule
 from .instances import INSTANCE_TYPES, InstanceType, efa_environment, get_instance_type
 from .platform import PlatformConfig
 from .render import (
@@ -20,19 +25,8 @@ from .render import (
     request_hash,
 )
 from .request import SUBMIT_FIELDS, SubmitRequest, validate_job_name, validate_submit
-from .templates import (
-    CATALOG_VERSION,
-    DISTRIBUTION_KINDS,
-    INPUT_MODES,
-    Distribution,
-    HyperparameterRule,
-    InputChannel,
-    TemplateSpec,
-    dump_catalog,
-    load_catalog,
-    shipped_catalog,
-    validate_template,
-)
+from .spec import DISTRIBUTION_KINDS, INPUT_MODES, Distribution, InputChannel, TemplateSpec
+from .template_rules import validate_template
 
 __all__ = [
     "CATALOG_VERSION",

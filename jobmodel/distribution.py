@@ -1,12 +1,14 @@
-"""Template rules about how a job starts on real SageMaker containers.
+"""Template rules about the distribution: its shape, and how a job starts on real containers.
 
-These are the rules a moto sandbox cannot show: they check a template against what the
-SageMaker training toolkit and the Hugging Face Trainer read inside the container. They
-live apart from ``templates.py`` (the schema and the generic rules) and run from
-``validate_template``; each raises ``TemplateError(template, rule, message)``.
+``check_distribution`` holds the shape rules (a known kind, instance types that can
+run it, processes per host, SMP v1 parameters). ``check_start_rules`` holds the rules a
+moto sandbox cannot show: they check a template against what the SageMaker training
+toolkit and the Hugging Face Trainer read inside the container. Both run from
+``validate_template`` (``jobmodel.template_rules``); each rule raises
+``TemplateError(template, rule, message)``.
 
-Rule ids: ``smp-partitions``, ``smp-v2-parameters``, ``smp-v2-instance``, ``framework``,
-``isolation-model``, ``isolation-code-channel``, ``legacy``.
+Start rule ids: ``smp-partitions``, ``smp-v2-parameters``, ``smp-v2-instance``,
+``framework``, ``isolation-model``, ``isolation-code-channel``, ``legacy``.
 """
 
 from __future__ import annotations
@@ -15,13 +17,23 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _rules as R
-from .errors import TemplateError
-from .instances import INSTANCE_TYPES
+from ._shapes import fail
+from .instances import INSTANCE_TYPES, InstanceType
+from .spec import DISTRIBUTION_KINDS
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .templates import TemplateSpec
+    from .spec import TemplateSpec
 
-__all__ = ["IMAGE_FAMILIES", "SMP_V2_PARAMETERS", "check_start_rules"]
+__all__ = [
+    "IMAGE_FAMILIES",
+    "SMP_DEGREE_KEYS",
+    "SMP_V2_PARAMETERS",
+    "check_distribution",
+    "check_start_rules",
+]
+
+# SMP v1 mp_parameters keys that set a parallel degree; an smp template names at least one.
+SMP_DEGREE_KEYS = ("partitions", "pipeline_parallel_degree", "tensor_parallel_degree")
 
 # ``framework["image_family"]``: which SDK image table resolves the template's image.
 # huggingface: huggingface-pytorch-training (transformers_version, pytorch_version,
@@ -50,8 +62,125 @@ _SMP_V2_DEGREES = ("tensor_parallel_degree", "context_parallel_degree", "expert_
 _MAX_LEGACY_REASON = 256
 
 
-def _fail(spec: TemplateSpec, rule: str, message: str) -> TemplateError:
-    return TemplateError(str(spec.name), rule, message)
+# --------------------------------------------------------------------------------------
+# Shape: kinds, instance types, processes per host, SMP v1 parameters
+# --------------------------------------------------------------------------------------
+
+
+def check_distribution(spec: TemplateSpec) -> None:
+    """The distribution's own rules (run by ``validate_template`` before the runtime rules).
+
+    Rule ids: ``distribution``, ``hyperparameter-length``, ``smddp-instance``,
+    ``multi-node-distribution``, ``multi-node-efa``, ``processes-per-host``,
+    ``smp-parameters``.
+    """
+    dist = spec.distribution
+    kind = dist.kind
+    if kind not in DISTRIBUTION_KINDS:
+        raise fail(
+            spec,
+            "distribution",
+            f"distribution kind must be one of {', '.join(DISTRIBUTION_KINDS)}",
+        )
+    if type(dist.custom_mpi_options) is not str:
+        raise fail(spec, "distribution", "custom_mpi_options must be a string")
+    if len(R.encode_value(dist.custom_mpi_options)) > R.MAX_HYPERPARAMETER_LENGTH:
+        raise fail(
+            spec, "hyperparameter-length", "custom_mpi_options encodes to more than 256 characters"
+        )
+    types = [INSTANCE_TYPES[n] for n in spec.instance_types]
+    _check_instance_capabilities(spec, types)
+    _check_processes_per_host(spec, types)
+    if kind == "smp":
+        _check_smp_parameters(spec)
+    elif dist.mp_parameters is not None and kind != "smp-v2":
+        raise fail(
+            spec, "distribution", f"mp_parameters applies to smp and smp-v2 only, not {kind}"
+        )
+
+
+def _check_instance_capabilities(spec: TemplateSpec, types: list[InstanceType]) -> None:
+    """smddp needs smddp-capable types; more than one node needs a distributed kind and EFA."""
+    kind = spec.distribution.kind
+    if kind == "smddp":
+        for it in types:
+            if not it.smddp:
+                raise fail(
+                    spec,
+                    "smddp-instance",
+                    f"smddp distribution needs smddp-capable types; {it.name} is not",
+                )
+    if spec.max_instance_count > 1:
+        if kind == "none":
+            raise fail(
+                spec,
+                "multi-node-distribution",
+                f"max_instance_count {spec.max_instance_count} needs a distributed template "
+                "(distribution is none)",
+            )
+        for it in types:
+            if not it.efa:
+                raise fail(
+                    spec,
+                    "multi-node-efa",
+                    f"multi-node templates need EFA-capable types; {it.name} has no EFA",
+                )
+
+
+def _check_processes_per_host(spec: TemplateSpec, types: list[InstanceType]) -> None:
+    """mpi and smp need processes_per_host (at most one per accelerator); no other kind takes it."""
+    dist = spec.distribution
+    kind = dist.kind
+    if kind in ("mpi", "smp"):
+        pph = dist.processes_per_host
+        if type(pph) is not int or pph < 1:
+            raise fail(
+                spec,
+                "processes-per-host",
+                f"{kind} needs processes_per_host of at least 1, got {pph!r}",
+            )
+        for it in types:
+            if pph > it.accelerators:
+                raise fail(
+                    spec,
+                    "processes-per-host",
+                    f"processes_per_host {pph} is more than the {it.accelerators} accelerators of "
+                    f"{it.name}",
+                )
+    elif dist.processes_per_host is not None:
+        raise fail(
+            spec, "distribution", f"processes_per_host applies to mpi and smp only, not {kind}"
+        )
+
+
+def _check_smp_parameters(spec: TemplateSpec) -> None:
+    """SMP v1 mp_parameters: a degree, JSON scalars, positive degrees, TP inside one host."""
+    dist = spec.distribution
+    params = dist.mp_parameters
+    if not isinstance(params, Mapping) or not any(k in params for k in SMP_DEGREE_KEYS):
+        raise fail(
+            spec,
+            "smp-parameters",
+            f"smp needs mp_parameters with one of {', '.join(SMP_DEGREE_KEYS)}",
+        )
+    for key, value in params.items():
+        if type(key) is not str or not R.is_json_scalar(value):
+            raise fail(spec, "smp-parameters", f"mp_parameters[{key!r}] must be a JSON scalar")
+    for key in (*SMP_DEGREE_KEYS, "microbatches"):
+        if key in params and (type(params[key]) is not int or params[key] < 1):
+            raise fail(spec, "smp-parameters", f"mp_parameters {key} must be a positive integer")
+    tp = params.get("tensor_parallel_degree", 1)
+    if tp > dist.processes_per_host:
+        raise fail(
+            spec,
+            "smp-parameters",
+            f"tensor_parallel_degree {tp} is more than processes_per_host "
+            f"{dist.processes_per_host}",
+        )
+    if len(R.encode_value(dict(params))) > R.MAX_HYPERPARAMETER_LENGTH:
+        raise fail(
+            spec, "hyperparameter-length", "mp_parameters encodes to more than 256 characters"
+        )
 
 
 # --------------------------------------------------------------------------------------
@@ -72,7 +201,7 @@ def _check_smp_v1(spec: TemplateSpec) -> None:
     """
     params: Mapping[str, Any] = spec.distribution.mp_parameters or {}
     if "partitions" not in params:
-        raise _fail(
+        raise fail(
             spec,
             "smp-partitions",
             "smp mp_parameters must include 'partitions' (the pipeline degree; 1 for tensor "
@@ -81,7 +210,7 @@ def _check_smp_v1(spec: TemplateSpec) -> None:
         )
     alias = params.get("pipeline_parallel_degree")
     if alias is not None and alias != params["partitions"]:
-        raise _fail(
+        raise fail(
             spec,
             "smp-partitions",
             f"mp_parameters pipeline_parallel_degree {alias!r} contradicts partitions "
@@ -113,7 +242,7 @@ def _check_smp_v2(spec: TemplateSpec) -> None:
     ...) are refused, since torch.sagemaker.init() does not read them."""
     params = spec.distribution.mp_parameters
     if not isinstance(params, Mapping) or not params:
-        raise _fail(
+        raise fail(
             spec,
             "smp-v2-parameters",
             "smp-v2 needs mp_parameters with SMP v2 settings (e.g. tensor_parallel_degree)",
@@ -121,20 +250,18 @@ def _check_smp_v2(spec: TemplateSpec) -> None:
     for key, value in params.items():
         problem = _smp_v2_value_problem(str(key), value)
         if problem is not None:
-            raise _fail(spec, "smp-v2-parameters", problem)
+            raise fail(spec, "smp-v2-parameters", problem)
     if len(R.encode_value(dict(params))) > R.MAX_HYPERPARAMETER_LENGTH:
-        raise _fail(
+        raise fail(
             spec, "hyperparameter-length", "mp_parameters encodes to more than 256 characters"
         )
     tp = params.get("tensor_parallel_degree", 1)
     for name in spec.instance_types:
         it = INSTANCE_TYPES[name]
         if not it.accelerator.startswith("nvidia-"):
-            raise _fail(
-                spec, "smp-v2-instance", f"SMP v2 runs on NVIDIA GPUs only; {name} has none"
-            )
+            raise fail(spec, "smp-v2-instance", f"SMP v2 runs on NVIDIA GPUs only; {name} has none")
         if tp > it.accelerators:
-            raise _fail(
+            raise fail(
                 spec,
                 "smp-v2-instance",
                 f"tensor_parallel_degree {tp} is more than the {it.accelerators} GPUs of {name} "
@@ -149,17 +276,17 @@ def _check_framework(spec: TemplateSpec) -> None:
         return
     family = fw.get("image_family", "huggingface")
     if family not in IMAGE_FAMILIES:
-        raise _fail(
+        raise fail(
             spec,
             "framework",
             f"framework image_family must be one of {', '.join(IMAGE_FAMILIES)}, got {family!r}",
         )
     for key in IMAGE_FAMILIES[family]:
         if key not in fw:
-            raise _fail(spec, "framework", f"framework for {family} images needs {key!r}")
+            raise fail(spec, "framework", f"framework for {family} images needs {key!r}")
     is_v2 = spec.distribution.kind == "smp-v2"
     if is_v2 != (family == "pytorch-smp") and spec.image_uri is None:
-        raise _fail(
+        raise fail(
             spec,
             "framework",
             "smp-v2 templates run on the pytorch-smp image family, and that family serves "
@@ -172,7 +299,7 @@ def _check_legacy(spec: TemplateSpec) -> None:
     if reason is None:
         return
     if type(reason) is not str or not reason.strip() or len(reason) > _MAX_LEGACY_REASON:
-        raise _fail(
+        raise fail(
             spec,
             "legacy",
             f"legacy must be null or a reason of 1 to {_MAX_LEGACY_REASON} characters",
@@ -200,14 +327,14 @@ def _check_isolation(spec: TemplateSpec) -> None:
         return
     names = [c.name for c in spec.inputs]
     if CODE_CHANNEL in names:
-        raise _fail(
+        raise fail(
             spec,
             "isolation-code-channel",
             "channel 'code' is reserved under network isolation: the platform stages the "
             "training source archive there",
         )
     if len(names) + 1 > R.MAX_CHANNELS:
-        raise _fail(
+        raise fail(
             spec,
             "isolation-code-channel",
             f"network isolation adds the 'code' channel; {len(names)} declared channels "
@@ -215,7 +342,7 @@ def _check_isolation(spec: TemplateSpec) -> None:
         )
     model = next((c for c in spec.inputs if c.name == MODEL_CHANNEL), None)
     if model is None or model.required is not True:
-        raise _fail(
+        raise fail(
             spec,
             "isolation-model",
             "network_isolation needs a required 'model' input channel (the weights staged "

@@ -86,3 +86,9 @@ def reject(
         return err
 
     return _reject
+
+
+@pytest.fixture(scope="module")
+def shipped() -> dict[str, jm.TemplateSpec]:
+    """The shipped catalog as it ships (images unresolved)."""
+    return jm.shipped_catalog()
