@@ -4,8 +4,15 @@ Standard library only: the CDK constructs use it at synth time and the trigger
 Lambda carries a copy at run time.
 """
 
-from .contract import HTTP_STATUS, JOB_STATUSES, TERMINAL_STATUSES
-from .errors import JobModelError, NotFound, TemplateError, ValidationError
+from .contract import HTTP_STATUS, JOB_STATUSES, SAGEMAKER_STATUSES, TERMINAL_STATUSES
+from .errors import (
+    Forbidden,
+    JobModelError,
+    NotFound,
+    QuotaExceeded,
+    TemplateError,
+    ValidationError,
+)
 from .instances import INSTANCE_TYPES, InstanceType, efa_environment, get_instance_type
 from .platform import PlatformConfig
 from .render import (
@@ -38,6 +45,9 @@ __all__ = [
     "CATALOG_VERSION",
     "CHECKPOINT_LOCAL_PATH",
     "HTTP_STATUS",
+    "SAGEMAKER_STATUSES",
+    "Forbidden",
+    "QuotaExceeded",
     "JOB_STATUSES",
     "DISTRIBUTION_KINDS",
     "INPUT_MODES",
