@@ -16,7 +16,7 @@ SHIPPED_TEMPLATES = [
     "gpt-tp-sharded",
 ]
 
-# The job object that submit and describe return (CONTRACT.md).
+# The job object that submit and describe return (docs/API.md).
 JOB_FIELDS = frozenset(
     {
         "job_name",
@@ -29,5 +29,7 @@ JOB_FIELDS = frozenset(
         "checkpoint_s3_uri",
         "output_s3_uri",
         "console_url",
+        "team",
+        "estimated_max_cost_usd",
     }
 )
