@@ -88,6 +88,7 @@ def _apply_shims() -> None:
     original_invoke = LambdaBackend.invoke
 
     def invoke(self: Any, function_name: str, qualifier: str | None, body: Any, *args: Any) -> Any:
+        qualifier = qualifier or getattr(_INVOKED, "qualifier", None)
         _INVOKED.arn = _invoked_arn(self, function_name, qualifier)
         return original_invoke(self, function_name, qualifier, body, *args)
 
@@ -98,6 +99,20 @@ def _apply_shims() -> None:
             response_headers["x-amz-function-error"] = "Handled"
         return res.encode("utf-8")
 
+    # moto's Invoke response reads the query parameter as ``qualifier``; boto3 sends
+    # ``Qualifier``: read it here so an alias invoke is an alias invoke (unknown alias: 404).
+    from moto.awslambda.responses import LambdaResponse
+
+    original_response = LambdaResponse.invoke
+
+    def response_invoke(self: Any) -> Any:
+        _INVOKED.qualifier = self.querystring.get("Qualifier", [None])[0]
+        try:
+            return original_response(self)
+        finally:
+            _INVOKED.qualifier = None
+
+    LambdaResponse.invoke = response_invoke  # type: ignore[method-assign]
     LambdaBackend.invoke = invoke  # type: ignore[method-assign]
     LambdaFunction.invoke = function_invoke  # type: ignore[method-assign]
     LambdaFunction._invoke_lambda = _invoke_in_process
