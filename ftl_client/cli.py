@@ -188,6 +188,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--token", metavar="TOKEN", help="idempotency key (the same token never starts two jobs)"
     )
     submit.add_argument("--wait", action="store_true", help="watch the job until it ends")
+    submit.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="run every check and print the estimate; start nothing",
+    )
     _poll(submit)
 
     status = command("status", "describe a job")
@@ -201,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--template", metavar="TEMPLATE")
     listing.add_argument("--status", choices=JOB_STATUSES)
     listing.add_argument("--limit", type=int, default=50, metavar="N", help="default 50")
+    listing.add_argument("--team", metavar="TEAM", help="only this team's jobs (admins)")
+
+    command("whoami", "show your team, its limits and current use")
 
     stop = command("stop", "stop a job")
     stop.add_argument("job", metavar="JOB")
@@ -278,7 +286,11 @@ class Cli:
             inputs=dict(a.inputs) or None,
             tags=dict(a.tags) or None,
             client_token=a.token,
+            dry_run=True if a.dry_run else None,
         )
+        if a.dry_run:
+            self.emit(job, render.dry_run(job))
+            return EXIT_OK
         name = job["job_name"]
         if not a.json:
             kind = "spot" if job.get("spot") else "on-demand"
@@ -286,6 +298,7 @@ class Cli:
                 f"submitted {name}",
                 f"  template: {job.get('template')}, {job.get('instance_count')} x "
                 f"{job.get('instance_type')} ({kind})",
+                f"  estimated max cost: {render.money(job.get('estimated_max_cost_usd'))}",
                 f"  status: {job.get('status')}",
                 f"  output: {job.get('output_s3_uri')}",
                 f"  console: {job.get('console_url')}",
@@ -308,8 +321,13 @@ class Cli:
 
     def cmd_list(self) -> int:
         a = self.args
-        jobs = self.client.list_jobs(a.template, a.status, limit=max(1, a.limit))
+        jobs = self.client.list_jobs(a.template, a.status, limit=max(1, a.limit), team=a.team)
         self.emit({"jobs": jobs}, render.jobs_table(jobs) if jobs else "no jobs")
+        return EXIT_OK
+
+    def cmd_whoami(self) -> int:
+        me = self.client.whoami()
+        self.emit(me, render.whoami(me))
         return EXIT_OK
 
     def cmd_stop(self) -> int:

@@ -35,7 +35,9 @@ LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 INTERRUPTED = "Interrupted"
 
 # Errors the caller can fix by changing the request or the client's configuration.
-CLIENT_ERRORS = frozenset({"ValidationError", "NotFound", "Conflict", "ConfigError"})
+CLIENT_ERRORS = frozenset(
+    {"ValidationError", "NotFound", "Conflict", "ConfigError", "Forbidden", "QuotaExceeded"}
+)
 
 _API_REGION_RE = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", re.IGNORECASE)
 
@@ -280,8 +282,13 @@ class LauncherClient:
         """
         request = {k: v for k, v in fields.items() if v is not None}
         request["template"] = template
-        request.setdefault("client_token", f"ftl-{uuid.uuid4().hex}")
+        if not request.get("dry_run"):
+            request.setdefault("client_token", f"ftl-{uuid.uuid4().hex}")
         return self._call("submit", request, "POST", "/jobs")
+
+    def whoami(self) -> dict[str, Any]:
+        """The caller's team, whether it is an admin, the team's limits and current use."""
+        return self._call("whoami", {}, "GET", "/whoami")
 
     def describe(self, name: str) -> dict[str, Any]:
         return self._call("describe", {"job_name": name}, "GET", f"/jobs/{_seg(name)}")
@@ -291,13 +298,24 @@ class LauncherClient:
         return self._call("stop", {"job_name": name}, "POST", f"/jobs/{_seg(name)}/stop")
 
     def list_jobs(
-        self, template: str | None = None, status: str | None = None, *, limit: int | None = None
+        self,
+        template: str | None = None,
+        status: str | None = None,
+        *,
+        limit: int | None = None,
+        team: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Jobs from the ledger, newest first; follows pages until ``limit`` jobs (or all)."""
+        """Jobs from the ledger, newest first; follows pages until ``limit`` jobs (or all).
+        ``team`` filters by team (admins only)."""
         jobs: list[dict[str, Any]] = []
         token: str | None = None
         while True:
-            params: dict[str, Any] = {"template": template, "status": status, "next_token": token}
+            params: dict[str, Any] = {
+                "template": template,
+                "status": status,
+                "team": team,
+                "next_token": token,
+            }
             if limit is not None:
                 params["limit"] = max(1, min(100, limit - len(jobs)))
             params = {k: v for k, v in params.items() if v is not None}

@@ -92,11 +92,27 @@ def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
             _when(j.get("created_at")),
             duration(j.get("billable_seconds")),
             _savings(j),
+            money(j.get("cost_usd") if "cost_usd" in j else None),
         ]
         for j in jobs
     ]
-    headers = ["JOB", "TEMPLATE", "STATUS", "INSTANCES", "SPOT", "CREATED", "BILLABLE", "SAVINGS"]
+    headers = [
+        "JOB",
+        "TEMPLATE",
+        "STATUS",
+        "INSTANCES",
+        "SPOT",
+        "CREATED",
+        "BILLABLE",
+        "SAVINGS",
+        "COST",
+    ]
     return table(headers, rows)
+
+
+def money(value: Any) -> str:
+    """USD as ``$12.34``; ``-`` when unknown."""
+    return "-" if value is None else f"${float(value):,.2f}"
 
 
 def _when(text: Any) -> str:
@@ -131,6 +147,9 @@ DETAIL_ORDER = (
     "training_seconds",
     "billable_seconds",
     "spot_savings_percent",
+    "team",
+    "estimated_max_cost_usd",
+    "cost_usd",
     "checkpoint_s3_uri",
     "output_s3_uri",
     "job_arn",
@@ -151,9 +170,45 @@ def job_detail(job: dict[str, Any]) -> str:
             value = f"{value} ({duration(value)})"
         elif key == "spot_savings_percent":
             value = f"{float(value):.1f}%"
+        elif key in ("estimated_max_cost_usd", "cost_usd"):
+            value = money(value)
         elif isinstance(value, bool):
             value = "yes" if value else "no"
         lines.append(f"{key.ljust(width)}  {value}")
+    return "\n".join(lines)
+
+
+def dry_run(result: dict[str, Any]) -> str:
+    """What a dry run checked and what the job would cost at most."""
+    lines = [
+        f"dry run: {result.get('job_name')} would start (nothing was started or recorded)",
+        f"  {result.get('instance_count')} x {result.get('instance_type')}, "
+        f"estimated max cost {money(result.get('estimated_max_cost_usd'))}",
+    ]
+    if result.get("estimate_unknown_reason"):
+        lines.append(f"  estimate unknown: {result['estimate_unknown_reason']}")
+    for check in result.get("checks", []):
+        mark = "ok" if check.get("ok") else "NO"
+        extra = ""
+        if "limit" in check:
+            used, asked = _num(check["current"]), _num(check["requested"])
+            extra = f": {used} used + {asked} of {_num(check['limit'])}"
+        lines.append(f"  [{mark}] {check.get('check')}{extra}")
+    return "\n".join(lines)
+
+
+def whoami(me: dict[str, Any]) -> str:
+    lines = [f"principal: {me.get('principal')}", f"team: {me.get('team') or '-'}"]
+    lines.append(f"admin: {'yes' if me.get('admin') else 'no'}")
+    for key, value in sorted((me.get("limits") or {}).items()):
+        lines.append(f"limit {key}: {_num(value)}")
+    usage = me.get("usage")
+    if usage:
+        lines.append(f"instances in use: {usage.get('instances')}")
+        lines.append(
+            f"{usage.get('month')}: spent {money(usage.get('month_spend_usd'))}, reserved by "
+            f"running jobs {money(usage.get('month_reserved_usd'))}"
+        )
     return "\n".join(lines)
 
 

@@ -118,6 +118,12 @@ class JobLauncher(Construct):
             partition_key=dynamodb.Attribute(name="gsi_pk", type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
         )
+        # One team's jobs newest first (teams deployments; sparse: only jobs with a team).
+        self.table.add_global_secondary_index(
+            index_name="by-team",
+            partition_key=dynamodb.Attribute(name="team", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
+        )
 
         in_vpc = bool(subnets) and security_group is not None
         environment = PlatformConfig(

@@ -8,8 +8,15 @@ Lambda carries a copy at run time.
 """
 
 from .catalog import CATALOG_VERSION, dump_catalog, load_catalog, shipped_catalog
-from .contract import HTTP_STATUS, JOB_STATUSES, TERMINAL_STATUSES
-from .errors import JobModelError, NotFound, TemplateError, ValidationError
+from .contract import HTTP_STATUS, JOB_STATUSES, SAGEMAKER_STATUSES, TERMINAL_STATUSES
+from .errors import (
+    Forbidden,
+    JobModelError,
+    NotFound,
+    QuotaExceeded,
+    TemplateError,
+    ValidationError,
+)
 from .hyperparameters import HyperparameterRule
 from .instances import INSTANCE_TYPES, InstanceType, efa_environment, get_instance_type
 from .platform import PlatformConfig
@@ -32,6 +39,9 @@ __all__ = [
     "CATALOG_VERSION",
     "CHECKPOINT_LOCAL_PATH",
     "HTTP_STATUS",
+    "SAGEMAKER_STATUSES",
+    "Forbidden",
+    "QuotaExceeded",
     "JOB_STATUSES",
     "DISTRIBUTION_KINDS",
     "INPUT_MODES",

@@ -1,4 +1,4 @@
-"""The launcher's public vocabulary (CONTRACT.md): job statuses and error types.
+"""The launcher's public vocabulary (docs/API.md): job statuses and error types.
 
 The trigger answers with these and the ``ftl`` client reads them, so both sides of the
 contract take them from here.
@@ -9,9 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-__all__ = ["HTTP_STATUS", "JOB_STATUSES", "TERMINAL_STATUSES"]
+__all__ = ["HTTP_STATUS", "JOB_STATUSES", "SAGEMAKER_STATUSES", "TERMINAL_STATUSES"]
 
+# The statuses SageMaker reports for a training job (TrainingJobStatus); a job-events record
+# with any other status is malformed.
+SAGEMAKER_STATUSES: tuple[str, ...] = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
 # Every status a ledger record can hold; Submitting and FailedToStart are the launcher's own.
+# (Queued/Scheduled will join when the queue scheduler lands: append them here.)
 JOB_STATUSES: tuple[str, ...] = (
     "Submitting",
     "InProgress",
@@ -28,9 +32,11 @@ TERMINAL_STATUSES: frozenset[str] = frozenset({"Completed", "Failed", "Stopped",
 HTTP_STATUS: Mapping[str, int] = MappingProxyType(
     {
         "ValidationError": 400,
+        "Forbidden": 403,
         "NotFound": 404,
         "Conflict": 409,
         "Throttled": 429,
+        "QuotaExceeded": 429,
         "CapacityError": 503,
         "UpstreamError": 502,
     }

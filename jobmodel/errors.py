@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["JobModelError", "NotFound", "TemplateError", "ValidationError"]
+__all__ = [
+    "Forbidden",
+    "JobModelError",
+    "NotFound",
+    "QuotaExceeded",
+    "TemplateError",
+    "ValidationError",
+]
 
 
 class JobModelError(Exception):
@@ -61,6 +68,40 @@ class NotFound(JobModelError):
 
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message, field)
+
+
+class Forbidden(JobModelError):
+    """The caller may not use the launcher this way (no team, several teams, wrong door)."""
+
+    type = "Forbidden"
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message, field)
+
+
+class QuotaExceeded(JobModelError):
+    """A team limit would be exceeded; the error names the limit, its value and current use."""
+
+    type = "QuotaExceeded"
+
+    def __init__(
+        self, message: str, *, limit: str, value: float, current: float, requested: float
+    ) -> None:
+        super().__init__(message, None)
+        self.limit = limit
+        self.value = value
+        self.current = current
+        self.requested = requested
+
+    def to_dict(self) -> dict[str, Any]:
+        body = super().to_dict()
+        body["error"].update(
+            limit=self.limit,
+            limit_value=self.value,
+            current_use=self.current,
+            requested=self.requested,
+        )
+        return body
 
 
 class TemplateError(Exception):

@@ -46,12 +46,13 @@ _HEX = frozenset("0123456789abcdef")
 _METRIC_VALUE_RE = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 
-def make_job_name(prefix: str, *, now: datetime, rand_hex: str) -> str:
+def make_job_name(prefix: str, *, now: datetime, rand_hex: str, team: str | None = None) -> str:
     """``<prefix>-YYYYMMDD-HHMM-xxxx``: a valid, unique-enough SageMaker job name.
 
     The prefix is sanitised (runs outside ``[a-zA-Z0-9-]`` become one ``-``, edge
     dashes dropped) and cut so the name fits 63 characters; ``now`` is taken in
-    UTC (a naive datetime is read as UTC); ``rand_hex`` is 4 hex digits.
+    UTC (a naive datetime is read as UTC); ``rand_hex`` is 4 hex digits. With ``team``
+    the name starts ``<team>-`` (a prefix that already starts so is not doubled).
     """
     if type(prefix) is not str:
         raise ValidationError("job_name", "job_name must be a string")
@@ -63,6 +64,8 @@ def make_job_name(prefix: str, *, now: datetime, rand_hex: str) -> str:
     suffix = rand_hex.lower()
     if len(suffix) != 4 or not _HEX.issuperset(suffix):
         raise ValueError(f"rand_hex must be 4 hex digits, got {rand_hex!r}")
+    if team is not None and not (clean == team or clean.startswith(team + "-")):
+        clean = f"{team}-{clean}"
     if now.tzinfo is not None:
         now = now.astimezone(UTC)
     clean = clean[:_MAX_PREFIX_LEN].rstrip("-")
@@ -83,14 +86,18 @@ def encode_hyperparameters(d: Mapping[str, Any]) -> dict[str, str]:
     return {str(k): dumps(v) for k, v in d.items()}
 
 
-def checkpoint_s3_uri(platform: PlatformConfig, job_name: str) -> str:
-    """Where a job's checkpoints live: ``s3://<checkpoint bucket>/<job name>/``."""
-    return f"s3://{platform.checkpoint_bucket}/{job_name}/"
+def _team_dir(team: str | None) -> str:
+    return "" if team is None else f"{team}/"
 
 
-def output_s3_uri(platform: PlatformConfig, job_name: str) -> str:
-    """Where SageMaker writes a job's output: ``s3://<artifact bucket>/<job name>/``."""
-    return f"s3://{platform.artifact_bucket}/{job_name}/"
+def checkpoint_s3_uri(platform: PlatformConfig, job_name: str, team: str | None = None) -> str:
+    """Where a job's checkpoints live: ``s3://<checkpoint bucket>/[<team>/]<job name>/``."""
+    return f"s3://{platform.checkpoint_bucket}/{_team_dir(team)}{job_name}/"
+
+
+def output_s3_uri(platform: PlatformConfig, job_name: str, team: str | None = None) -> str:
+    """Where SageMaker writes a job's output: ``s3://<artifact bucket>/[<team>/]<job name>/``."""
+    return f"s3://{platform.artifact_bucket}/{_team_dir(team)}{job_name}/"
 
 
 def _hyperparameters(
@@ -149,7 +156,11 @@ def _code_channel(platform: PlatformConfig) -> dict[str, Any]:
 
 
 def _tags(
-    req: SubmitRequest, template: TemplateSpec, platform: PlatformConfig, requested_by: str | None
+    req: SubmitRequest,
+    template: TemplateSpec,
+    platform: PlatformConfig,
+    requested_by: str | None,
+    team: str | None,
 ) -> list[dict[str, str]]:
     merged: dict[str, str] = dict(platform.platform_tags)
     merged.update(template.tags)
@@ -158,6 +169,8 @@ def _tags(
     merged["ftl:template"] = template.name
     if req.client_token:
         merged["ftl:client-token"] = req.client_token
+    if team is not None:
+        merged["ftl:team"] = team
     if requested_by:
         who = R.sanitize_tag_value(requested_by)
         if who:
@@ -172,11 +185,16 @@ def render_create_training_job(
     *,
     job_name: str,
     requested_by: str | None = None,
+    team: str | None = None,
+    role_arn: str | None = None,
 ) -> dict[str, Any]:
     """The complete ``create_training_job`` kwargs for ``req`` on ``template``.
 
     ``req`` must come from ``validate_submit`` against the same template; the
     template must have its image resolved (``TemplateError`` rule ``image`` if not).
+    With ``team``, checkpoints, output, TensorBoard and debug data go under the team's
+    ``<team>/`` prefixes, the job is tagged ``ftl:team``, and ``role_arn`` (the team's
+    training role) replaces the platform's role.
     """
     validate_job_name(job_name)
     image = template.image_uri
@@ -185,7 +203,9 @@ def render_create_training_job(
             template.name, "image", "image_uri is not resolved; cannot render a job"
         )
     itype = INSTANCE_TYPES[req.instance_type]
-    artifact = platform.artifact_bucket
+    artifact = (
+        platform.artifact_bucket + "/" + team if team is not None else platform.artifact_bucket
+    )
     input_mode = template.input_mode
 
     algorithm: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": input_mode}
@@ -199,7 +219,7 @@ def render_create_training_job(
         "TrainingJobName": job_name,
         "AlgorithmSpecification": algorithm,
         "HyperParameters": _hyperparameters(req, template, platform, job_name),
-        "RoleArn": platform.role_arn,
+        "RoleArn": role_arn or platform.role_arn,
     }
 
     channels = template.channels
@@ -258,7 +278,7 @@ def render_create_training_job(
 
     if template.checkpoint:
         out["CheckpointConfig"] = {
-            "S3Uri": checkpoint_s3_uri(platform, job_name),
+            "S3Uri": checkpoint_s3_uri(platform, job_name, team),
             "LocalPath": CHECKPOINT_LOCAL_PATH,
         }
     out["EnableNetworkIsolation"] = template.network_isolation
@@ -283,7 +303,7 @@ def render_create_training_job(
     else:
         out["ProfilerConfig"] = {"DisableProfiler": True}
 
-    out["Tags"] = _tags(req, template, platform, requested_by)
+    out["Tags"] = _tags(req, template, platform, requested_by, team)
     return out
 
 

@@ -18,6 +18,7 @@ from . import _rules as R
 from .errors import NotFound, ValidationError
 from .instances import INSTANCE_TYPES
 from .platform import PlatformConfig
+from .teams import Team
 from .templates import TemplateSpec, _json_type, check_override
 
 __all__ = ["SUBMIT_FIELDS", "SubmitRequest", "validate_job_name", "validate_submit"]
@@ -36,6 +37,7 @@ SUBMIT_FIELDS: frozenset[str] = frozenset(
         "inputs",
         "tags",
         "client_token",
+        "dry_run",
     }
 )
 _ALLOWED_FIELDS_TEXT = ", ".join(sorted(SUBMIT_FIELDS))
@@ -62,6 +64,7 @@ class SubmitRequest:
     inputs: Mapping[str, str]
     tags: Mapping[str, str]
     client_token: str | None = None
+    dry_run: bool = False  # not part of the request's identity (fingerprint)
 
     def __post_init__(self) -> None:
         for name in ("hyperparameters", "inputs", "tags"):
@@ -165,11 +168,15 @@ def validate_submit(
     payload: Any,
     catalog: Mapping[str, TemplateSpec],
     platform: PlatformConfig,
+    *,
+    team: Team | None = None,
 ) -> SubmitRequest:
     """Check a submit request against ``catalog`` and ``platform``; apply the defaults.
 
-    Raises ``ValidationError`` (``field`` names the offending field, ``a.b`` for
-    nested keys) or ``NotFound`` (unknown template, field ``template``).
+    With ``team`` (a teams deployment), inputs must lie under ``s3://<data bucket>/<team>/``
+    or in one of the team's ``buckets``, and a template's default input prefix is read from
+    under the team's prefix. Raises ``ValidationError`` (``field`` names the offending
+    field, ``a.b`` for nested keys) or ``NotFound`` (unknown template, field ``template``).
     """
     if not isinstance(payload, Mapping):
         raise ValidationError(
@@ -353,7 +360,9 @@ def validate_submit(
             bucket, problem = R.bucket_of_s3_uri(uri)
             if bucket is None:
                 raise ValidationError(field_name, f"{field_name} {problem}")
-            if bucket not in allowed_buckets:
+            if team is not None:
+                _check_team_input(field_name, uri, bucket, team, platform)
+            elif bucket not in allowed_buckets:
                 raise ValidationError(
                     field_name,
                     f"{field_name} reads bucket {bucket}, which the platform does not allow "
@@ -364,7 +373,8 @@ def validate_submit(
     for channel in spec.inputs:
         uri = given.get(channel.name)
         if uri is None and channel.default_prefix is not None:
-            uri = f"s3://{platform.data_bucket}/{channel.default_prefix}"
+            team_prefix = "" if team is None else f"{team.name}/"
+            uri = f"s3://{platform.data_bucket}/{team_prefix}{channel.default_prefix}"
         if uri is None:
             if channel.required:
                 field_name = f"inputs.{channel.name}"
@@ -396,6 +406,7 @@ def validate_submit(
                 )
             tags[key] = value
         total = len(platform_tags.keys() | spec.tags.keys() | tags.keys()) + R.LAUNCHER_TAG_COUNT
+        total += 0 if team is None else 1  # ftl:team
         if total > R.MAX_TAGS:
             raise ValidationError(
                 "tags",
@@ -411,6 +422,12 @@ def validate_submit(
             f"client_token must be 1 to 64 characters of [A-Za-z0-9._:-], got {R.show(token)}",
         )
 
+    dry_run = _opt(payload, "dry_run")
+    if dry_run is not None and type(dry_run) is not bool:
+        raise ValidationError(
+            "dry_run", f"dry_run must be true or false, got {_json_type(dry_run)}"
+        )
+
     return SubmitRequest(
         template=spec.name,
         job_name_prefix=prefix,
@@ -423,4 +440,21 @@ def validate_submit(
         inputs=inputs,
         tags=tags,
         client_token=token,
+        dry_run=bool(dry_run),
+    )
+
+
+def _check_team_input(
+    field_name: str, uri: str, bucket: str, team: Team, platform: PlatformConfig
+) -> None:
+    """A team reads only ``s3://<data bucket>/<team>/...`` and the team's own buckets."""
+    if bucket in team.buckets:
+        return
+    own = f"s3://{platform.data_bucket}/{team.name}/"
+    if uri.startswith(own) and len(uri) > len(own):
+        return
+    buckets = "".join(f", s3://{b}/" for b in team.buckets)
+    raise ValidationError(
+        field_name,
+        f"{field_name} must be under {own}{buckets} (team {team.name}'s data), got {R.show(uri)}",
     )

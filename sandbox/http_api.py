@@ -1,7 +1,7 @@
 """A local stand-in for the deployed job HTTP API (moto does not deploy API Gateway v2).
 
 It does what the deployed API does for the trigger: checks the caller's SigV4 signature
-(IAM authorisation, service ``execute-api``), routes only the contract's five routes, hands
+(IAM authorisation, service ``execute-api``), routes only the contract's routes, hands
 the trigger a payload-format-2.0 event with the caller's IAM identity, and returns the
 function's status, headers and body. The trigger runs as deployed, through moto's
 ``lambda.invoke``.
@@ -40,6 +40,7 @@ ROUTES = (
     ("GET", re.compile(r"^/templates$"), "GET /templates"),
     ("GET", re.compile(r"^/jobs/(?P<job_name>[^/]+)$"), "GET /jobs/{job_name}"),
     ("POST", re.compile(r"^/jobs/(?P<job_name>[^/]+)/stop$"), "POST /jobs/{job_name}/stop"),
+    ("GET", re.compile(r"^/whoami$"), "GET /whoami"),
 )
 _AUTH_RE = re.compile(
     r"^AWS4-HMAC-SHA256 Credential=(?P<key>[^/,\s]+)/(?P<date>\d{8})/(?P<region>[^/,\s]+)/"
@@ -57,13 +58,19 @@ class LocalHttpApi:
         function_name: str,
         *,
         credentials: dict[str, str] | None = None,
+        identities: dict[str, str] | None = None,
         region: str = REGION,
+        qualifier: str = "http",
     ) -> None:
         self.endpoint = endpoint
         self.function_name = function_name
         self.region = region
         # access key -> secret key of the callers IAM knows (the sandbox's fake ones).
         self.credentials = credentials or {"testing": "testing"}
+        # access key -> the caller's IAM ARN (default: a user named after the key).
+        self.identities = identities or {}
+        # The API's integration invokes the trigger's ``http`` alias, as the deployed one does.
+        self.qualifier = qualifier
         self._lambda = boto3.client(
             "lambda",
             endpoint_url=endpoint,
@@ -107,7 +114,9 @@ class LocalHttpApi:
         route_key, path_parameters = route
         event = self.event(method, split, headers, body, route_key, path_parameters, access_key)
         reply = self._lambda.invoke(
-            FunctionName=self.function_name, Payload=json.dumps(event).encode("utf-8")
+            FunctionName=self.function_name,
+            Qualifier=self.qualifier,
+            Payload=json.dumps(event).encode("utf-8"),
         )
         raw = reply["Payload"].read()
         if reply.get("FunctionError"):
@@ -182,7 +191,9 @@ class LocalHttpApi:
                         "accountId": ACCOUNT,
                         "callerId": f"AIDA{access_key.upper()}",
                         "principalOrgId": None,
-                        "userArn": f"arn:aws:iam::{ACCOUNT}:user/sandbox-{access_key}",
+                        "userArn": self.identities.get(
+                            access_key, f"arn:aws:iam::{ACCOUNT}:user/sandbox-{access_key}"
+                        ),
                         "userId": f"AIDA{access_key.upper()}",
                     }
                 },

@@ -27,10 +27,12 @@ ASSETS_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
 class Context:
     """The parts of the Lambda context object the handlers use."""
 
-    def __init__(self, function_name: str) -> None:
+    def __init__(self, function_name: str, qualifier: str | None = None) -> None:
         self.function_name = function_name
         self.aws_request_id = str(uuid.uuid4())
-        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function_name}"
+        arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{function_name}"
+        # Lambda passes the invoked ARN with the alias or version the caller named.
+        self.invoked_function_arn = f"{arn}:{qualifier}" if qualifier else arn
 
     def get_remaining_time_in_millis(self) -> int:
         return 30_000
@@ -60,8 +62,9 @@ class DeployedFunction:
         self.module = _import(self.code_dir, self.handler_name.split(".")[0])
         self._handler = getattr(self.module, self.handler_name.split(".")[1])
 
-    def __call__(self, event: Any) -> Any:
-        return self._handler(event, Context(self.name))
+    def __call__(self, event: Any, alias: str | None = None) -> Any:
+        """Run the handler as an invoke of the function (or of its ``alias``) would."""
+        return self._handler(event, Context(self.name, alias))
 
 
 def load_zip_handler(code: bytes, handler: str, env: dict[str, str]) -> Any:

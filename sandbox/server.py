@@ -81,8 +81,40 @@ def _apply_shims() -> None:
 
     # 3. moto runs Lambda code only inside Docker, which this machine lacks: run the function's
     #    own deployed zip in this process instead, with its configured environment.
-    from moto.awslambda.models import LambdaFunction
+    #    Lambda decodes the payload once (a JSON string arrives as a str) and tells the
+    #    handler the invoked ARN with its qualifier (alias or version): so does the shim.
+    from moto.awslambda.models import LambdaBackend, LambdaFunction
 
+    original_invoke = LambdaBackend.invoke
+
+    def invoke(self: Any, function_name: str, qualifier: str | None, body: Any, *args: Any) -> Any:
+        qualifier = qualifier or getattr(_INVOKED, "qualifier", None)
+        _INVOKED.arn = _invoked_arn(self, function_name, qualifier)
+        return original_invoke(self, function_name, qualifier, body, *args)
+
+    def function_invoke(fn: Any, body: Any, request_headers: Any, response_headers: Any) -> Any:
+        event = json.loads(body) if body else {}
+        res, errored, logs = _invoke_in_process(fn, event)
+        if errored:
+            response_headers["x-amz-function-error"] = "Handled"
+        return res.encode("utf-8")
+
+    # moto's Invoke response reads the query parameter as ``qualifier``; boto3 sends
+    # ``Qualifier``: read it here so an alias invoke is an alias invoke (unknown alias: 404).
+    from moto.awslambda.responses import LambdaResponse
+
+    original_response = LambdaResponse.invoke
+
+    def response_invoke(self: Any) -> Any:
+        _INVOKED.qualifier = self.querystring.get("Qualifier", [None])[0]
+        try:
+            return original_response(self)
+        finally:
+            _INVOKED.qualifier = None
+
+    LambdaResponse.invoke = response_invoke  # type: ignore[method-assign]
+    LambdaBackend.invoke = invoke  # type: ignore[method-assign]
+    LambdaFunction.invoke = function_invoke  # type: ignore[method-assign]
     LambdaFunction._invoke_lambda = _invoke_in_process
 
     # 4. DynamoDB applies each conditional write and each transaction atomically; moto 5.2
@@ -225,6 +257,21 @@ def _make_dynamodb_atomic() -> None:
 
 
 _ENDPOINT: list[str] = []
+_INVOKED = threading.local()
+
+
+def _invoked_arn(backend: Any, function_name: str, qualifier: str | None) -> str:
+    """``arn:aws:lambda:<region>:<account>:function:<name>[:<qualifier>]``, as Lambda passes."""
+    if function_name.startswith("arn:"):
+        parts = function_name.split(":")
+        base, qualifier = ":".join(parts[:7]), (parts[7] if len(parts) > 7 else qualifier)
+    else:
+        name, _, in_name = function_name.partition(":")
+        qualifier = in_name or qualifier
+        base = f"arn:aws:lambda:{backend.region_name}:{backend.account_id}:function:{name}"
+    return f"{base}:{qualifier}" if qualifier else base
+
+
 _LOADED: dict[tuple[str, str], Any] = {}
 _IMPORT_LOCK = threading.Lock()
 
@@ -245,10 +292,11 @@ def _invoke_in_process(fn: Any, event: Any = None) -> tuple[str, bool, str]:
             }
             _LOADED[key] = load_zip_handler(fn.code_bytes, fn.handler, env)
     handler = _LOADED[key]
-    if isinstance(event, str):
-        event = json.loads(event or "{}")
+    context = Context(fn.function_name)
+    context.invoked_function_arn = getattr(_INVOKED, "arn", None) or context.invoked_function_arn
+    _INVOKED.arn = None
     try:
-        result = handler(event, Context(fn.function_name))
+        result = handler(event, context)
     except Exception as exc:  # what Lambda reports for an unhandled error
         body = {"errorMessage": str(exc), "errorType": type(exc).__name__}
         return json.dumps(body), True, traceback.format_exc()

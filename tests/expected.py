@@ -21,7 +21,7 @@ SHIPPED_TEMPLATES = [
     "llm-smp-v2",
 ]
 
-# The job object that submit and describe return (CONTRACT.md).
+# The job object that submit and describe return (docs/API.md).
 JOB_FIELDS = frozenset(
     {
         "job_name",
@@ -34,5 +34,7 @@ JOB_FIELDS = frozenset(
         "checkpoint_s3_uri",
         "output_s3_uri",
         "console_url",
+        "team",
+        "estimated_max_cost_usd",
     }
 )

@@ -20,12 +20,23 @@ from jobmodel import dump_catalog, shipped_catalog
 ROOT = Path(__file__).resolve().parent.parent
 
 
+FUNCTION_ARN = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:ftl-trigger"
+
+
 @dataclass
 class FakeContext:
+    """What Lambda passes; ``alias`` qualifies ``invoked_function_arn`` (``http``,
+    ``team-<name>``, ``admin``), as an invoke through that alias does."""
+
     function_name: str = "ftl-trigger"
     memory_limit_in_mb: int = 512
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    invoked_function_arn: str = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:ftl-trigger"
+    invoked_function_arn: str = FUNCTION_ARN
+    alias: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.alias:
+            self.invoked_function_arn = f"{FUNCTION_ARN}:{self.alias}"
 
     def get_remaining_time_in_millis(self) -> int:
         return 30_000
@@ -59,7 +70,7 @@ def create_ledger_table(dynamodb: Any, name: str) -> None:
         TableName=name,
         BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[
-            {"AttributeName": a, "AttributeType": "S"} for a in ("pk", "gsi_pk", "gsi_sk")
+            {"AttributeName": a, "AttributeType": "S"} for a in ("pk", "gsi_pk", "gsi_sk", "team")
         ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         GlobalSecondaryIndexes=[
@@ -70,15 +81,39 @@ def create_ledger_table(dynamodb: Any, name: str) -> None:
                     {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},
-            }
+            },
+            {
+                "IndexName": "by-team",
+                "KeySchema": [
+                    {"AttributeName": "team", "KeyType": "HASH"},
+                    {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
         ],
     )
 
 
+# Test prices (USD per instance-hour), not AWS's: round numbers that make sums easy to check.
+TEST_PRICES = {
+    REGION: {
+        "ml.p4d.24xlarge": 30.0,
+        "ml.p4de.24xlarge": 40.0,
+        "ml.p3dn.24xlarge": 30.0,
+        "ml.p3.2xlarge": 3.0,
+        "ml.g5.xlarge": 1.0,
+        "ml.g5.2xlarge": 1.5,
+    }
+}
+
+
 def trigger_env(endpoint: str, tmp: Path, *, table: str = "ftl-jobs") -> dict[str, str]:
-    """The launcher stack's trigger environment, pointed at moto and a catalog file in ``tmp``."""
+    """The launcher stack's trigger environment, pointed at moto and a catalog file in ``tmp``.
+
+    ``ml.g6.xlarge`` is left out of the test prices on purpose (an unknown price)."""
     return {
         **TRIGGER_ENV,
+        "FTL_PRICES": json.dumps(TEST_PRICES),
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_DEFAULT_REGION": REGION,
         "AWS_REGION": REGION,

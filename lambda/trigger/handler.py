@@ -23,16 +23,18 @@ LAUNCHER = Launcher(RUNTIME)
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
     request_id = getattr(context, "aws_request_id", "local")
+    http = doors.http_door(context)
     try:
-        call = doors.parse(event)
+        call = doors.parse(event, context, RUNTIME.teams)
     except JobModelError as err:
-        return doors.error_response(event, err)
+        LOG.info("refused at the door: %s %s", err.type, err.message)
+        return doors.error_response(event, err, http=http)
     try:
         result, created = LAUNCHER.dispatch(call)
     except JobModelError as err:
         LOG.info("rejected %s: %s %s", call.action, err.type, err.message)
-        return doors.error_response(event, err)
+        return doors.error_response(event, err, http=http)
     except Exception:  # the contract promises an error object, never a stack trace
         LOG.exception("unexpected failure in %s (request %s)", call.action, request_id)
-        return doors.error_response(event, doors.internal_error(request_id))
+        return doors.error_response(event, doors.internal_error(request_id), http=http)
     return doors.success_response(call, result, created=created)

@@ -38,7 +38,7 @@ class Api:
         self.stub.add_response(
             "invoke",
             {"StatusCode": 200, "Payload": payload(reply)},
-            {"FunctionName": "fn", "Payload": ANY},
+            {"FunctionName": "fn", "Qualifier": "http", "Payload": ANY},
         )
 
 

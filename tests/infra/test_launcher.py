@@ -121,7 +121,18 @@ def test_ledger_is_encrypted_recoverable_and_retained(launcher):
                     "KMSMasterKeyId": Match.any_value(),
                 },
                 "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-                "GlobalSecondaryIndexes": [Match.object_like({"IndexName": "by-created"})],
+                "GlobalSecondaryIndexes": [
+                    Match.object_like({"IndexName": "by-created"}),
+                    Match.object_like(
+                        {
+                            "IndexName": "by-team",
+                            "KeySchema": [
+                                {"AttributeName": "team", "KeyType": "HASH"},
+                                {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
+                            ],
+                        }
+                    ),
+                ],
             },
             "DeletionPolicy": "Retain",
         },

@@ -68,15 +68,19 @@ def test_every_shipped_template_starts_a_job_that_reads_back(deployed, trigger, 
 
 
 def test_http_door_submit_describe_list(deployed, trigger):
+    """The HTTP API's integration invokes the ``http`` alias (docs/API.md, Doors)."""
     resp = trigger(
-        http_event("POST", "/jobs", {"template": "distilbert-spot", "job_name": "sbx-http"})
+        http_event("POST", "/jobs", {"template": "distilbert-spot", "job_name": "sbx-http"}),
+        alias="http",
     )
     assert resp["statusCode"] == 201, resp
     name = json.loads(resp["body"])["job_name"]
-    described = json.loads(trigger(http_event("GET", f"/jobs/{name}"))["body"])
+    described = json.loads(trigger(http_event("GET", f"/jobs/{name}"), alias="http")["body"])
     assert described["requested_by"].endswith(":user/data-scientist")
-    listed = json.loads(trigger(http_event("GET", "/jobs"))["body"])["jobs"]
+    listed = json.loads(trigger(http_event("GET", "/jobs"), alias="http")["body"])["jobs"]
     assert name in [j["job_name"] for j in listed]
+    forged = trigger(http_event("POST", "/jobs", {"template": "distilbert-spot"}))
+    assert forged["error"]["field"] == "request"  # an HTTP event on the direct door
 
 
 def test_bad_request_through_the_deployed_code_leaves_nothing(deployed, trigger):

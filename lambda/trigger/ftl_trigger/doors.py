@@ -1,6 +1,8 @@
 """The two doors: a direct Invoke event, or an HTTP API (payload format 2.0) event.
 
-Both become one :class:`Call`; results and errors go back in the door's own shape.
+Which door a call came through is decided by the invoked alias (see ``identity``), never by
+the event's shape. Both become one :class:`Call`; results and errors go back in the door's
+own shape.
 """
 
 from __future__ import annotations
@@ -11,19 +13,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from ftl_trigger.errors import UpstreamError
+from ftl_trigger.identity import (
+    DIRECT_INVOKE,
+    HTTP_ALIAS,
+    Caller,
+    direct_caller,
+    http_caller,
+    qualifier_of,
+)
 from jobmodel import HTTP_STATUS, JobModelError, NotFound, ValidationError
+from jobmodel.teams import TeamsConfig
 
-ACTIONS = ("submit", "describe", "stop", "list", "templates")
+ACTIONS = ("submit", "describe", "stop", "list", "templates", "whoami")
 MAX_BODY_BYTES = 64 * 1024
-DIRECT_INVOKE = "direct-invoke"
+__all__ = ["DIRECT_INVOKE", "Call", "is_http", "parse"]
 
 
 @dataclass(frozen=True)
 class Call:
     action: str
     params: dict[str, Any]
-    requested_by: str
+    caller: Caller
     http: bool = False
+
+    @property
+    def requested_by(self) -> str:
+        return self.caller.principal
 
 
 def is_http(event: Any) -> bool:
@@ -35,13 +50,27 @@ def is_http(event: Any) -> bool:
     )
 
 
-def parse(event: Any) -> Call:
+def http_door(context: Any) -> bool:
+    """True when the function was invoked through the HTTP API's alias."""
+    return qualifier_of(str(getattr(context, "invoked_function_arn", "") or "")) == HTTP_ALIAS
+
+
+def parse(event: Any, context: Any, teams: TeamsConfig | None = None) -> Call:
+    """The call and its caller; the door is the invoked alias, not the event's shape."""
+    teams = teams or TeamsConfig()
+    invoked = str(getattr(context, "invoked_function_arn", "") or "")
+    if http_door(context):
+        if not is_http(event):
+            raise ValidationError(
+                "request", "the http alias accepts only HTTP API events (use Invoke directly)"
+            )
+        return _parse_http(event, teams)
     if is_http(event):
-        return _parse_http(event)
-    return _parse_direct(event)
+        raise ValidationError("request", "HTTP events are accepted only from the HTTP API")
+    return _parse_direct(event, direct_caller(invoked, teams))
 
 
-def _parse_direct(event: Any) -> Call:
+def _parse_direct(event: Any, caller: Caller) -> Call:
     if not isinstance(event, dict):
         raise ValidationError("request", "the request must be a JSON object")
     params = dict(event)
@@ -50,10 +79,10 @@ def _parse_direct(event: Any) -> Call:
         raise ValidationError(
             "action", f"action must be one of {', '.join(ACTIONS)}, got {_show(action)}"
         )
-    return Call(action=action, params=params, requested_by=DIRECT_INVOKE)
+    return Call(action=action, params=params, caller=caller)
 
 
-def _parse_http(event: dict[str, Any]) -> Call:
+def _parse_http(event: dict[str, Any], teams: TeamsConfig) -> Call:
     ctx = event["requestContext"]
     method = str(ctx["http"].get("method", "")).upper()
     path = str(event.get("rawPath") or ctx["http"].get("path") or "")
@@ -61,32 +90,42 @@ def _parse_http(event: dict[str, Any]) -> Call:
     stage = ctx.get("stage")
     if stage and stage != "$default" and parts and parts[0] == stage:
         parts = parts[1:]
-    caller = _http_caller(ctx)
+    action, params = _route(event, method, parts, path)
+    return Call(action, params, http_caller(_user_arn(ctx), teams), http=True)
 
+
+def _route(
+    event: dict[str, Any], method: str, parts: list[str], path: str
+) -> tuple[str, dict[str, Any]]:
     if parts == ["jobs"] and method == "POST":
         body = _json_body(event)
         if "action" in body:
             raise ValidationError(
                 "action", "action is not allowed in an HTTP body; the route chooses it"
             )
-        return Call("submit", body, caller, http=True)
+        return "submit", body
     if parts == ["jobs"] and method == "GET":
         query = dict(event.get("queryStringParameters") or {})
         if "limit" in query:
             query["limit"] = _int_param("limit", query["limit"])
-        return Call("list", query, caller, http=True)
+        return "list", query
     if parts == ["templates"] and method == "GET":
-        return Call("templates", {}, caller, http=True)
+        return "templates", {}
+    if parts == ["whoami"] and method == "GET":
+        return "whoami", {}
     if len(parts) == 2 and parts[0] == "jobs" and method == "GET":
-        return Call("describe", {"job_name": parts[1]}, caller, http=True)
+        return "describe", {"job_name": parts[1]}
     if len(parts) == 3 and parts[0] == "jobs" and parts[2] == "stop" and method == "POST":
-        return Call("stop", {"job_name": parts[1]}, caller, http=True)
+        return "stop", {"job_name": parts[1]}
     raise NotFound(f"no route for {_show(method)} {_show(path)}", field="path")
 
 
-def _http_caller(ctx: dict[str, Any]) -> str:
+def _user_arn(ctx: dict[str, Any]) -> str | None:
     iam = (ctx.get("authorizer") or {}).get("iam") or {}
-    return str(iam.get("userArn") or iam.get("callerId") or "unknown-http-caller")
+    if not isinstance(iam, dict):
+        return None
+    arn = iam.get("userArn") or iam.get("callerId")
+    return str(arn) if arn else None
 
 
 def _json_body(event: dict[str, Any]) -> dict[str, Any]:
@@ -135,9 +174,10 @@ def success_response(call: Call, result: Any, *, created: bool = False) -> dict[
     return _http(201 if created else 200, result)
 
 
-def error_response(event: Any, err: JobModelError) -> dict[str, Any]:
+def error_response(event: Any, err: JobModelError, *, http: bool = True) -> dict[str, Any]:
+    """The error object; HTTP-shaped only for an HTTP event that came through the HTTP door."""
     body = err.to_dict()
-    if is_http(event):
+    if http and is_http(event):
         return _http(HTTP_STATUS.get(err.type, 500), body)
     return body
 

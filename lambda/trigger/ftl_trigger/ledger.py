@@ -1,28 +1,35 @@
-"""The job ledger in DynamoDB: one item per job, one per client token.
+"""The job ledger in DynamoDB: one item per job, one per client token, one per team's usage.
 
 Items:
-* ``pk = "job#<name>"``: the job, who asked, the request, the rendered request and its hash,
-  status; ``gsi_pk = "job"`` and ``gsi_sk = "<created_at>#<name>"`` list jobs newest first.
-* ``pk = "token#<client_token>"``: which job a token started and the request's fingerprint.
+* ``pk = "job#<name>"``: the job, who asked, its team, the request, the rendered request and
+  its hash, status, price and estimate; ``gsi_pk = "job"`` and ``gsi_sk =
+  "<created_at>#<name>"`` list all jobs newest first (index ``by-created``); ``team`` with the
+  same ``gsi_sk`` lists one team's jobs (index ``by-team``, teams deployments only).
+* ``pk = "token#<client_token>"`` (single-team) or ``"token#<team>#<client_token>"``: which
+  job a token started and the request's fingerprint. Tokens are scoped per team.
+* ``pk = "usage#<team>"``: the team's usage (``jobmodel.quotas``).
+* ``pk = "secret#paging"``: the key that signs list tokens (``ftl_trigger.paging``).
 
-The job and its token are written in one transaction with ``attribute_not_exists`` conditions,
-so of any number of concurrent duplicates exactly one claims the token.
+The job, its token and its usage are written in one transaction with conditions, so of any
+number of concurrent duplicates exactly one claims the token, and concurrent submits never
+take a team past its limits.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from jobmodel import ValidationError
-
 JOB_INDEX = "by-created"
+TEAM_INDEX = "by-team"
 JOB = "job#"
 TOKEN = "token#"
+
+
+def token_pk(token: str, team: str | None) -> str:
+    return TOKEN + (token if team is None else f"{team}#{token}")
 
 
 class TokenTaken(Exception):
@@ -31,6 +38,14 @@ class TokenTaken(Exception):
 
 class NameTaken(Exception):
     """The generated job name is already in the ledger."""
+
+
+class MonthTurned(Exception):
+    """A usage update expected a month the usage item has already left."""
+
+
+class LimitRace(Exception):
+    """The team's usage no longer allowed this job when the claim was written."""
 
 
 def _enc(value: Any) -> dict[str, Any]:
@@ -72,8 +87,40 @@ class Ledger:
     def get_job(self, name: str) -> dict[str, Any] | None:
         return self._get(JOB + name)
 
-    def get_token(self, token: str) -> dict[str, Any] | None:
-        return self._get(TOKEN + token)
+    def get_token(self, token: str, team: str | None = None) -> dict[str, Any] | None:
+        return self._get(token_pk(token, team))
+
+    def get_usage(self, team: str) -> dict[str, Any] | None:
+        return self._get("usage#" + team)
+
+    def put_if_absent(self, put: Mapping[str, Any]) -> bool:
+        try:
+            self.client.put_item(**put)
+        except ClientError as err:
+            if _code(err) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def update_if(self, update: Mapping[str, Any]) -> bool:
+        try:
+            self.client.update_item(**update)
+        except ClientError as err:
+            if _code(err) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def paging_key(self, fresh: str) -> bytes:
+        """The list-token signing key: ``fresh`` if this call created it, else the stored one."""
+        put = {
+            "TableName": self.table,
+            "Item": {"pk": {"S": "secret#paging"}, "key": {"S": fresh}},
+            "ConditionExpression": "attribute_not_exists(pk)",
+        }
+        if self.put_if_absent(put):
+            return bytes.fromhex(fresh)
+        return bytes.fromhex(self._get("secret#paging")["key"])
 
     def _get(self, pk: str) -> dict[str, Any] | None:
         item = self.client.get_item(
@@ -81,8 +128,14 @@ class Ledger:
         ).get("Item")
         return from_item(item) if item else None
 
-    def claim(self, job: Mapping[str, Any], token: Mapping[str, Any] | None) -> None:
-        """Write the job (and its token) only if neither exists yet."""
+    def claim(
+        self,
+        job: Mapping[str, Any],
+        token: Mapping[str, Any] | None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Write the job (and its token) only if neither exists yet, and add the job to its
+        team's usage (``usage``: a ``jobmodel.quotas.claim_update``) only if the limits hold."""
         job_put = {
             "Put": {
                 "TableName": self.table,
@@ -97,7 +150,7 @@ class Ledger:
                 "ConditionExpression": "attribute_not_exists(pk)",
             }
         }
-        if token is None:
+        if token is None and usage is None:
             try:
                 self.client.put_item(**job_put["Put"])
             except ClientError as err:
@@ -105,23 +158,34 @@ class Ledger:
                     raise NameTaken(job["job_name"]) from None
                 raise
             return
-        token_put = {
-            "Put": {
-                "TableName": self.table,
-                "Item": to_item({"pk": TOKEN + token["client_token"], **token}),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
-        }
+        items: list[dict[str, Any]] = []
+        kinds: list[type[Exception]] = []
+        if token is not None:
+            pk = token_pk(token["client_token"], job.get("team"))
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self.table,
+                        "Item": to_item({"pk": pk, **token}),
+                        "ConditionExpression": "attribute_not_exists(pk)",
+                    }
+                }
+            )
+            kinds.append(TokenTaken)
+        items.append(job_put)
+        kinds.append(NameTaken)
+        if usage is not None:
+            items.append({"Update": dict(usage)})
+            kinds.append(LimitRace)
         try:
-            self.client.transact_write_items(TransactItems=[token_put, job_put])
+            self.client.transact_write_items(TransactItems=items)
         except ClientError as err:
             if _code(err) != "TransactionCanceledException":
                 raise
             reasons = [r.get("Code") for r in err.response.get("CancellationReasons", [])]
-            if reasons and reasons[0] == "ConditionalCheckFailed":
-                raise TokenTaken(token["client_token"]) from None
-            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
-                raise NameTaken(job["job_name"]) from None
+            for kind, reason in zip(kinds, reasons, strict=False):
+                if reason == "ConditionalCheckFailed":
+                    raise kind(job["job_name"]) from None
             raise
 
     def update_job(
@@ -151,8 +215,19 @@ class Ledger:
             raise
         return True
 
-    def fail_job(self, name: str, values: Mapping[str, Any], token: str | None) -> None:
-        """Record a failed start and free the token so the same request can be retried."""
+    def fail_job(
+        self,
+        name: str,
+        values: Mapping[str, Any],
+        token: str | None,
+        *,
+        team: str | None = None,
+        release: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record a failed start, free the token so the same request can be retried, and give
+        the job's usage back (``release``: a ``jobmodel.quotas.release_update``)."""
+        if release is not None:
+            values = {**values, "usage_released": True}
         names = {f"#a{i}": k for i, k in enumerate(values)}
         vals = {f":v{i}": _enc(v) for i, v in enumerate(values.values())}
         update = {
@@ -171,17 +246,61 @@ class Ledger:
                 {
                     "Delete": {
                         "TableName": self.table,
-                        "Key": {"pk": {"S": TOKEN + token}},
+                        "Key": {"pk": {"S": token_pk(token, team)}},
                         "ConditionExpression": "job_name = :job",
                         "ExpressionAttributeValues": {":job": {"S": name}},
                     }
                 }
             )
-        self.client.transact_write_items(TransactItems=items)
+        if release is not None:
+            items.append({"Update": dict(release)})
+        try:
+            self.client.transact_write_items(TransactItems=items)
+        except ClientError as err:
+            reasons = [r.get("Code") for r in err.response.get("CancellationReasons", [])]
+            if release is not None and reasons and reasons[-1] == "ConditionalCheckFailed":
+                raise MonthTurned(name) from None
+            raise
+
+    def finish_job(self, name: str, values: Mapping[str, Any], release: Mapping[str, Any]) -> bool:
+        """Record a job's end and give its usage back, once; False if already given back."""
+        values = {**values, "usage_released": True}
+        names = {f"#a{i}": k for i, k in enumerate(values)}
+        vals = {f":v{i}": _enc(v) for i, v in enumerate(values.values())}
+        update = {
+            "TableName": self.table,
+            "Key": {"pk": {"S": JOB + name}},
+            "UpdateExpression": "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(values))),
+            "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(#released)",
+            "ExpressionAttributeNames": {**names, "#released": "usage_released"},
+            "ExpressionAttributeValues": vals,
+        }
+        try:
+            self.client.transact_write_items(
+                TransactItems=[{"Update": update}, {"Update": dict(release)}]
+            )
+        except ClientError as err:
+            if _code(err) != "TransactionCanceledException":
+                raise
+            reasons = [r.get("Code") for r in err.response.get("CancellationReasons", [])]
+            if reasons and reasons[0] == "ConditionalCheckFailed":
+                return False
+            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+                raise MonthTurned(name) from None
+            raise
+        return True
 
     def list_jobs(
-        self, *, template: str | None, status: str | None, limit: int, next_token: str | None
-    ) -> tuple[list[dict[str, Any]], str | None]:
+        self,
+        *,
+        template: str | None,
+        status: str | None,
+        limit: int,
+        start: dict[str, Any] | None,
+        team: str | None = None,
+    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """One page newest first: every job, or one team's (``team``); returns the page and
+        DynamoDB's ``LastEvaluatedKey``."""
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": JOB_INDEX,
@@ -190,6 +309,10 @@ class Ledger:
             "ScanIndexForward": False,
             "Limit": limit,
         }
+        if team is not None:
+            kwargs["IndexName"] = TEAM_INDEX
+            kwargs["KeyConditionExpression"] = "#team = :job"
+            kwargs["ExpressionAttributeValues"] = {":job": {"S": team}}
         filters, names = [], {}
         if template is not None:
             filters.append("#t = :template")
@@ -199,38 +322,17 @@ class Ledger:
             filters.append("#s = :status")
             names["#s"] = "status"
             kwargs["ExpressionAttributeValues"][":status"] = {"S": status}
+        if team is not None:
+            names["#team"] = "team"
         if filters:
             kwargs["FilterExpression"] = " AND ".join(filters)
+        if names:
             kwargs["ExpressionAttributeNames"] = names
-        if next_token:
-            kwargs["ExclusiveStartKey"] = decode_token(next_token)
+        if start:
+            kwargs["ExclusiveStartKey"] = start
         page = self.client.query(**kwargs)
         items = [from_item(i) for i in page.get("Items", [])]
-        last = page.get("LastEvaluatedKey")
-        return items, encode_token(last) if last else None
-
-
-def encode_token(key: Mapping[str, Any]) -> str:
-    plain = {k: v["S"] for k, v in key.items()}
-    return base64.urlsafe_b64encode(json.dumps(plain, sort_keys=True).encode()).decode()
-
-
-def decode_token(token: str) -> dict[str, Any]:
-    try:
-        plain = json.loads(base64.urlsafe_b64decode(token.encode("ascii")))
-        if not (
-            isinstance(plain, dict)
-            and set(plain) == {"pk", "gsi_pk", "gsi_sk"}
-            and all(isinstance(v, str) for v in plain.values())
-            and plain["gsi_pk"] == "job"
-            and plain["pk"].startswith(JOB)
-        ):
-            raise ValueError
-    except (ValueError, UnicodeError, TypeError):
-        raise ValidationError(
-            "next_token", "next_token is not one this launcher returned"
-        ) from None
-    return {k: {"S": v} for k, v in plain.items()}
+        return items, page.get("LastEvaluatedKey")
 
 
 def _code(err: ClientError) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Callable, Mapping
@@ -14,6 +15,8 @@ import boto3
 from botocore.config import Config
 
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
+from jobmodel.pricing import PriceTable
+from jobmodel.teams import TeamsConfig
 
 # Explicit retries (boto3's default mode is still "legacy"): standard mode retries throttling
 # and 5xx with backoff and does not retry ResourceLimitExceeded.
@@ -41,6 +44,9 @@ class Runtime:
     now: Callable[[], datetime]
     random_hex: Callable[[], str]
     console_base: str
+    teams: TeamsConfig
+    team_roles: Mapping[str, str]
+    prices: PriceTable
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -51,6 +57,7 @@ class Runtime:
         table = env.get("FTL_JOB_TABLE")
         if not table:
             raise ValueError("environment variable FTL_JOB_TABLE is required")
+        teams = TeamsConfig.from_env(env)
         session = boto3.session.Session(region_name=platform.region)
         return cls(
             platform=platform,
@@ -64,4 +71,24 @@ class Runtime:
                 f"https://{platform.region}.console.aws.amazon.com/sagemaker/home"
                 f"?region={platform.region}#/jobs/"
             ),
+            teams=teams,
+            team_roles=team_roles(env, teams),
+            prices=PriceTable.from_env(env),
         )
+
+
+def team_roles(env: Mapping[str, str], teams: TeamsConfig) -> dict[str, str]:
+    """``FTL_TEAM_ROLES``: team -> training role ARN; every team needs one in teams mode."""
+    raw = env.get("FTL_TEAM_ROLES") or "{}"
+    try:
+        roles = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"environment variable FTL_TEAM_ROLES is not JSON: {exc}") from None
+    if not isinstance(roles, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.startswith("arn:") for k, v in roles.items()
+    ):
+        raise ValueError("environment variable FTL_TEAM_ROLES must map team names to role ARNs")
+    missing = [t.name for t in teams.teams if t.name not in roles]
+    if missing:
+        raise ValueError(f"environment variable FTL_TEAM_ROLES has no role for team {missing[0]}")
+    return roles

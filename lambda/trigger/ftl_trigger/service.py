@@ -1,10 +1,8 @@
-"""The launcher's actions: submit, describe, stop, list and templates."""
+"""The launcher's actions: submit (``submit.py``), describe, stop, list, templates, whoami."""
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,25 +17,23 @@ from botocore.exceptions import (
 
 from ftl_trigger.doors import Call
 from ftl_trigger.errors import CapacityError, Conflict, Throttled, UpstreamError
-from ftl_trigger.ledger import Ledger, NameTaken, TokenTaken
+from ftl_trigger.identity import Caller
+from ftl_trigger.ledger import Ledger
+from ftl_trigger.paging import Signer
 from ftl_trigger.runtime import Runtime
+from ftl_trigger.submit import SUBMITTING, SubmitFlow
+from ftl_trigger.usage import TeamUsage
 from jobmodel import (
     JOB_STATUSES,
     TERMINAL_STATUSES,
     JobModelError,
     NotFound,
     ValidationError,
-    checkpoint_s3_uri,
-    make_job_name,
-    output_s3_uri,
-    render_create_training_job,
-    request_hash,
     validate_job_name,
-    validate_submit,
 )
+from jobmodel.pricing import cost_usd
 
 LOG = logging.getLogger("ftl.trigger")
-SUBMITTING = "Submitting"
 THROTTLE_CODES = frozenset(
     {
         "ThrottlingException",
@@ -48,186 +44,55 @@ THROTTLE_CODES = frozenset(
     }
 )
 LIST_FIELDS = frozenset({"template", "status", "limit", "next_token"})
-# How long a duplicate waits for the first request of a client token to finish creating its
-# job before it completes the creation itself (same job name, so never a second job).
-WAIT_FOR_PEER_S = 5.0
+ADMIN_LIST_FIELDS = LIST_FIELDS | {"team"}
 
 
-class Launcher:
+class Launcher(SubmitFlow):
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.ledger = Ledger(runtime.dynamodb, runtime.table_name)
+        self.usage = TeamUsage(self.ledger, runtime.now)
+        self.signer = Signer(self.ledger.paging_key)
 
     def dispatch(self, call: Call) -> tuple[Any, bool]:
         """Run one action; returns the contract object and whether a new job was created."""
+        caller = call.caller
         if call.action == "submit":
-            return self.submit(call.params, requested_by=call.requested_by)
+            return self.submit(call.params, caller)
         if call.action == "templates":
             _only(call.params, frozenset())
             return {"templates": [t.public_view() for t in self.rt.catalog.values()]}, False
+        if call.action == "whoami":
+            _only(call.params, frozenset())
+            return self.whoami(caller), False
         if call.action == "list":
-            return self.list_jobs(call.params), False
+            return self.list_jobs(call.params, caller), False
         _only(call.params, frozenset({"job_name"}))
         name = validate_job_name(call.params.get("job_name"))
         if call.action == "describe":
-            return self.describe(name), False
-        return self.stop(name), False
+            return self.describe(name, caller), False
+        return self.stop(name, caller), False
 
-    # ---------------------------------------------------------------- submit
-    def submit(self, params: Mapping[str, Any], *, requested_by: str) -> tuple[dict, bool]:
-        req = validate_submit(params, self.rt.catalog, self.rt.platform)
-        fingerprint = req.fingerprint()
-        if req.client_token is not None:
-            existing = self._ledger_call(self.ledger.get_token, req.client_token)
-            if existing is not None:
-                return self._replay(existing, fingerprint), False
-
-        template = self.rt.catalog[req.template]
-        for _ in range(3):
-            now = self.rt.now()
-            name = make_job_name(
-                req.job_name_prefix or req.template, now=now, rand_hex=self.rt.random_hex()
-            )
-            rendered = render_create_training_job(
-                req, template, self.rt.platform, job_name=name, requested_by=requested_by
-            )
-            created_at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-            job = {
-                "job_name": name,
-                "template": req.template,
-                "status": SUBMITTING,
-                "instance_type": req.instance_type,
-                "instance_count": req.instance_count,
-                "spot": req.spot,
-                "checkpoint_s3_uri": checkpoint_s3_uri(self.rt.platform, name),
-                "output_s3_uri": output_s3_uri(self.rt.platform, name),
-                "requested_by": requested_by,
-                "created_at": created_at,
-                "updated_at": created_at,
-                "client_token": req.client_token,
-                "request": json.dumps(req.to_dict(), sort_keys=True),
-                "request_fingerprint": fingerprint,
-                "rendered": json.dumps(rendered, sort_keys=True),
-                "rendered_hash": request_hash(rendered),
-            }
-            token = None
-            if req.client_token is not None:
-                token = {
-                    "client_token": req.client_token,
-                    "job_name": name,
-                    "fingerprint": fingerprint,
-                    "created_at": created_at,
-                }
-            try:
-                self._ledger_call(self.ledger.claim, job, token)
-            except NameTaken:
-                continue  # a random suffix collided; draw another name
-            except TokenTaken:
-                existing = self._ledger_call(self.ledger.get_token, req.client_token)
-                if existing is None:  # the winner failed to start and freed the token
-                    continue
-                return self._replay(existing, fingerprint), False
-            return self._create(job, rendered), True
-        raise UpstreamError("could not allocate a unique job name after 3 attempts")
-
-    def _create(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
-        name = job["job_name"]
-        try:
-            arn = self.rt.sagemaker.create_training_job(**rendered)["TrainingJobArn"]
-        except (ClientError, BotoCoreError) as exc:
-            if _code(exc) == "ResourceInUse":
-                # Only a peer completing the same claimed job can have taken this name.
-                return self._adopt_existing(job)
-            error = map_aws_error(exc, "CreateTrainingJob")
-            if _ambiguous(exc):
-                # A timeout or 5xx may hide a job SageMaker did create: look before failing.
-                try:
-                    described = self._describe_remote(name)
-                except JobModelError:
-                    # Cannot tell: keep the claim, so a replay of the token finishes it with
-                    # the same job name (and never starts a second job).
-                    raise error from None
-                if described is not None:
-                    return self._adopt_existing(job, described)
-            self._ledger_call(
-                self.ledger.fail_job,
-                name,
-                {
-                    "status": "FailedToStart",
-                    "error_type": error.type,
-                    "failure_reason": error.message,
-                    "updated_at": self._stamp(),
-                },
-                job.get("client_token"),
-            )
-            raise error from None
-        job.update(status="InProgress", job_arn=arn, updated_at=self._stamp())
-        self._record_started(job)
-        return self._view(job)
-
-    def _record_started(self, job: dict[str, Any]) -> None:
-        """Mark the claimed job started. The job exists whatever happens here, so a ledger
-        failure is logged, not returned: the job-events handler and any replay of the token
-        bring the record up to date."""
-        try:
-            self._ledger_call(
-                self.ledger.update_job,
-                job["job_name"],
-                {
-                    "status": job["status"],
-                    "job_arn": job["job_arn"],
-                    "updated_at": job["updated_at"],
-                },
-                expect_status=SUBMITTING,
-            )
-        except JobModelError as err:
-            LOG.warning(
-                "job %s started but the ledger update failed: %s", job["job_name"], err.message
-            )
-
-    def _adopt_existing(
-        self, job: dict[str, Any], described: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        described = described or self._describe_remote(job["job_name"])
-        if described is None:
-            raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
-        job.update(
-            status=described["TrainingJobStatus"],
-            job_arn=described["TrainingJobArn"],
-            updated_at=self._stamp(),
-        )
-        self._record_started(job)
-        return self._view(job)
-
-    def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
-        if token["fingerprint"] != fingerprint:
-            raise Conflict(
-                f"client_token {token['client_token']} was already used for a "
-                f"different request (job {token['job_name']})",
-                field="client_token",
-            )
-        deadline = time.monotonic() + WAIT_FOR_PEER_S
-        delay = 0.02
-        while True:
-            job = self._ledger_call(self.ledger.get_job, token["job_name"])
-            if job is None:
-                raise UpstreamError(
-                    f"ledger has token {token['client_token']} but not job {token['job_name']}"
-                )
-            if job["status"] != SUBMITTING:
-                return self._view(job)
-            if time.monotonic() >= deadline:
-                break
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-        # The first request stopped between its ledger write and SageMaker's answer (or is
-        # slow): finish its work with the very same rendered request and job name.
-        return self._create(job, json.loads(job["rendered"]))
+    # ---------------------------------------------------------------- whoami
+    def whoami(self, caller: Caller) -> dict[str, Any]:
+        team = caller.team
+        usage = None
+        if team is not None:
+            usage = self._ledger_call(self.usage.current, team.name).to_view()
+        return {
+            "team": caller.team_name,
+            "admin": caller.admin,
+            "principal": caller.principal,
+            "teams": caller.teams_mode,
+            "limits": team.limits.to_dict() if team is not None else {},
+            "usage": usage,
+        }
 
     # -------------------------------------------------------------- describe
-    def describe(self, name: str) -> dict[str, Any]:
+    def describe(self, name: str, caller: Caller) -> dict[str, Any]:
         job = self._ledger_call(self.ledger.get_job, name)
-        if job is None:
+        if job is None or not caller.sees(job):
+            # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
         if job["status"] not in TERMINAL_STATUSES and job["status"] != SUBMITTING:
             described = self._describe_remote(name)
@@ -235,7 +100,8 @@ class Launcher:
                 changes = remote_fields(described)
                 if any(job.get(k) != v for k, v in changes.items()):
                     changes["updated_at"] = self._stamp()
-                    self._ledger_call(self.ledger.update_job, name, changes)
+                    if not self._ledger_call(self.usage.finish, job, changes):
+                        self._ledger_call(self.ledger.update_job, name, changes)
                 job.update(changes)
         return self._view(job, detail=True)
 
@@ -251,10 +117,14 @@ class Launcher:
             raise map_aws_error(exc, "DescribeTrainingJob") from None
 
     # ------------------------------------------------------------------ stop
-    def stop(self, name: str) -> dict[str, Any]:
-        job = self.describe(name)
+    def stop(self, name: str, caller: Caller) -> dict[str, Any]:
+        job = self.describe(name, caller)
         if job["status"] in TERMINAL_STATUSES or job["status"] == "Stopping":
             return job
+        if job["status"] == SUBMITTING:
+            raise Conflict(
+                f"job {name} is still starting; retry the stop in a few seconds", field="job_name"
+            )
         try:
             self.rt.sagemaker.stop_training_job(TrainingJobName=name)
         except (ClientError, BotoCoreError) as exc:
@@ -266,8 +136,16 @@ class Launcher:
         return job
 
     # ------------------------------------------------------------------ list
-    def list_jobs(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        _only(params, LIST_FIELDS)
+    def list_jobs(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+        _only(params, ADMIN_LIST_FIELDS if caller.admin else LIST_FIELDS)
+        team = caller.team_name if caller.teams_mode and not caller.admin else None
+        wanted = params.get("team")
+        if wanted is not None:
+            if not isinstance(wanted, str) or self.rt.teams.get(wanted) is None:
+                raise ValidationError(
+                    "team", f"team must be one of the platform's teams, got {wanted!r:.80}"
+                )
+            team = wanted
         template = params.get("template")
         if template is not None:
             if not isinstance(template, str):
@@ -283,13 +161,20 @@ class Launcher:
         next_token = params.get("next_token")
         if next_token is not None and (not isinstance(next_token, str) or len(next_token) > 2048):
             raise ValidationError("next_token", "next_token is not one this launcher returned")
-        items, token = self._ledger_call(
+        index, start = "by-team" if team else "by-created", None
+        if next_token is not None:
+            token_index, start = self._ledger_call(self.signer.verify, caller.scope, next_token)
+            if token_index != index:
+                raise ValidationError("next_token", "next_token belongs to another listing")
+        items, last = self._ledger_call(
             self.ledger.list_jobs,
             template=template,
             status=status,
             limit=limit,
-            next_token=next_token,
+            start=start,
+            team=team,
         )
+        token = self._ledger_call(self.signer.sign, caller.scope, index, last) if last else None
         result: dict[str, Any] = {
             "jobs": [self._view(i, detail=True, secondary=False) for i in items]
         }
@@ -312,7 +197,13 @@ class Launcher:
             "checkpoint_s3_uri": job["checkpoint_s3_uri"],
             "output_s3_uri": job["output_s3_uri"],
             "console_url": self.rt.console_base + job["job_name"],
+            "team": job.get("team"),
+            "estimated_max_cost_usd": job.get("estimated_max_cost_usd"),
         }
+        if job.get("estimated_max_cost_usd") is None and job.get("price_unknown_reason"):
+            view["estimate_unknown_reason"] = job["price_unknown_reason"]
+        if detail:
+            self._cost(job, view)
         if detail:
             if secondary:
                 view["secondary_status"] = job.get("secondary_status")
@@ -327,6 +218,28 @@ class Launcher:
                 if job.get(key) is not None:
                     view[key] = job[key]
         return view
+
+    @staticmethod
+    def _cost(job: Mapping[str, Any], view: dict[str, Any]) -> None:
+        """``cost_usd`` once billable seconds are known; null with a reason if unpriced."""
+        billable = job.get("billable_seconds")
+        if billable is None:
+            return
+        cost = job.get("cost_usd")
+        if cost is None:
+            cost = cost_usd(job.get("price_usd_per_hour"), int(job["instance_count"]), billable)
+        view["cost_usd"] = cost
+        if cost is None:
+            view["cost_unknown_reason"] = job.get("price_unknown_reason") or (
+                f"no on-demand price for {job['instance_type']} was known at submit"
+            )
+
+    def _map_error(self, exc: Exception, call: str) -> JobModelError:
+        return map_aws_error(exc, call)
+
+    @staticmethod
+    def _ambiguous(exc: Exception) -> bool:
+        return _ambiguous(exc)
 
     def _stamp(self) -> str:
         return self.rt.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -29,10 +29,15 @@ class Launcher:
         self.sagemaker = client("sagemaker", endpoint)
         self.dynamodb = client("dynamodb", endpoint)
 
-    def __call__(self, event):
+    def __call__(self, event, *, alias: str | None = None):
+        """Invoke as Lambda would: HTTP API events through the ``http`` alias (as the API's
+        integration does), anything else directly, or through ``alias`` when given."""
+        from ftl_trigger.doors import is_http
         from tests.lambda_support import FakeContext
 
-        return self.module.handler(event, FakeContext())
+        if alias is None and is_http(event):
+            alias = "http"
+        return self.module.handler(event, FakeContext(alias=alias))
 
     def ledger_items(self) -> list[dict]:
         return self.dynamodb.scan(TableName=self.table, ConsistentRead=True)["Items"]

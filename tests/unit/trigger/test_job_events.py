@@ -128,5 +128,111 @@ def test_events_for_unknown_jobs_never_create_records(events, prefix):
     assert events.ddb.scan(TableName=events.table)["Items"] == []
 
 
-def test_malformed_events_are_ignored(events):
-    assert events.module.handler({"detail": {}}, FakeContext()) == {"updated": False}
+def _job_with_team(env, name, **values):
+    item = {
+        "pk": {"S": f"job#{name}"},
+        "job_name": {"S": name},
+        "status": {"S": "InProgress"},
+        "team": {"S": "nlp"},
+        "instance_count": {"N": "2"},
+        "price_usd_per_hour": {"N": "30.0"},
+        "estimated_max_cost_usd": {"N": "60.0"},
+    }
+    item.update(values)
+    env.ddb.put_item(TableName=env.table, Item=item)
+
+
+def _usage(env, month, instances=2, reserved=60.0):
+    env.ddb.put_item(
+        TableName=env.table,
+        Item={
+            "pk": {"S": "usage#nlp"},
+            "month": {"S": month},
+            "instances": {"N": str(instances)},
+            "reserved": {"N": str(reserved)},
+            "spend": {"N": "0"},
+            "committed": {"N": str(reserved)},
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"detail": {}},
+        "not an object",
+        {"source": "aws.sagemaker", "detail-type": "Other", "detail": {}},
+        _event("ok-1", "Sleeping"),
+        _event("bad name!", "Completed"),
+        _event("ok-1", "Completed", BillableTimeInSeconds=-5),
+        _event("ok-1", "Completed", BillableTimeInSeconds="lots"),
+        _event("ok-1", "Completed", BillableTimeInSeconds=True),
+        _event("ok-1", "Completed", TrainingTimeInSeconds=1e300),
+        _event("ok-1", "InProgress", SecondaryStatus={"x": 1}),
+        {**_event("ok-1", "Completed"), "source": "attacker"},
+        {**_event("ok-1", "Completed"), "time": "yesterday"},
+    ],
+)
+def test_malformed_events_are_dropped_and_never_stored(events, event):
+    _job(events, "ok-1")
+    before = _item(events, "ok-1")
+    result = events.module.handler(event, FakeContext())
+    assert result["updated"] is False and result["dropped"]
+    assert _item(events, "ok-1") == before
+    assert _messages(events) == []
+
+
+def test_numbers_are_coerced_safely(events, prefix):
+    _job(events, prefix)
+    events.module.handler(
+        _event(prefix, "Completed", BillableTimeInSeconds="120", TrainingTimeInSeconds=200.0),
+        FakeContext(),
+    )
+    item = _item(events, prefix)
+    assert (item["billable_seconds"], item["training_seconds"]) == ("120", "200")
+
+
+def test_a_terminal_status_is_never_overwritten(events, prefix):
+    _job(events, prefix)
+    events.module.handler(_event(prefix, "Completed"), FakeContext())
+    late = events.module.handler(_event(prefix, "InProgress", SecondaryStatus="Training"), None)
+    assert late["updated"] is False
+    assert _item(events, prefix)["status"] == "Completed"
+
+
+def test_an_older_event_does_not_replace_a_newer_one(events, prefix):
+    _job(events, prefix)
+    newer = {
+        **_event(prefix, "InProgress", SecondaryStatus="Training"),
+        "time": "2026-11-22T10:05:00Z",
+    }
+    older = {
+        **_event(prefix, "InProgress", SecondaryStatus="Starting"),
+        "time": "2026-11-22T10:00:00Z",
+    }
+    assert events.module.handler(newer, FakeContext())["updated"] is True
+    assert events.module.handler(older, FakeContext())["updated"] is False
+    assert _item(events, prefix)["secondary_status"] == "Training"
+
+
+def test_the_end_of_a_team_job_records_its_cost_and_gives_usage_back_once(events, prefix):
+    month = events.module.Q.month_of(events.module._now())
+    _job_with_team(events, prefix)
+    _usage(events, month)
+    done = _event(prefix, "Completed", BillableTimeInSeconds=1800)
+    assert events.module.handler(done, FakeContext())["cost_usd"] == 30.0  # 0.5 h x 2 x 30
+    assert events.module.handler(done, FakeContext())["updated"] is False
+    item = _item(events, prefix)
+    assert item["cost_usd"] == "30.0" and item["usage_released"] is True
+    usage = events.ddb.get_item(TableName=events.table, Key={"pk": {"S": "usage#nlp"}})["Item"]
+    assert usage["instances"]["N"] == "0" and float(usage["reserved"]["N"]) == 0
+    assert float(usage["spend"]["N"]) == 30.0 and float(usage["committed"]["N"]) == 30.0
+
+
+def test_a_job_ending_in_a_new_month_counts_there(events, prefix):
+    month = events.module.Q.month_of(events.module._now())
+    _job_with_team(events, prefix)
+    _usage(events, "2001-01")
+    events.module.handler(_event(prefix, "Stopped", BillableTimeInSeconds=3600), FakeContext())
+    usage = events.ddb.get_item(TableName=events.table, Key={"pk": {"S": "usage#nlp"}})["Item"]
+    assert usage["month"]["S"] == month and float(usage["spend"]["N"]) == 60.0

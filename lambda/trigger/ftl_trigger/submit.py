@@ -1,0 +1,322 @@
+"""Submit: validate, check the team's limits, claim the job in the ledger, start it.
+
+``start_job`` is the one step that talks to the training backend (SageMaker
+``CreateTrainingJob`` today); another backend (a queue) replaces that function only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ftl_trigger.errors import Conflict, Throttled, UpstreamError
+from ftl_trigger.identity import Caller
+from ftl_trigger.ledger import LimitRace, MonthTurned, NameTaken, TokenTaken
+from jobmodel import (
+    JobModelError,
+    ValidationError,
+    checkpoint_s3_uri,
+    make_job_name,
+    output_s3_uri,
+    render_create_training_job,
+    request_hash,
+    validate_submit,
+)
+from jobmodel import quotas as Q
+from jobmodel.pricing import estimate_max_cost_usd
+from jobmodel.request import SubmitRequest
+
+LOG = logging.getLogger("ftl.trigger")
+SUBMITTING = "Submitting"
+# How long a duplicate waits for the first request of a client token to finish creating its
+# job before it completes the creation itself (same job name, so never a second job).
+WAIT_FOR_PEER_S = 5.0
+NAME_ATTEMPTS = 3
+# A claim that lost a race for the team's usage is checked and tried again, at most this often.
+MAX_RACES = 50
+
+
+def start_job(sagemaker: Any, rendered: Mapping[str, Any]) -> str:
+    """Start the rendered job on the backend; returns its ARN (the one backend-specific step)."""
+    return sagemaker.create_training_job(**rendered)["TrainingJobArn"]
+
+
+class SubmitFlow:
+    """The submit action; mixed into ``service.Launcher`` (which provides the helpers)."""
+
+    # ---------------------------------------------------------------- submit
+    def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict, bool]:
+        team = caller.submitting_team()
+        req = validate_submit(params, self.rt.catalog, self.rt.platform, team=team)
+        fingerprint = req.fingerprint()
+        team_name = caller.team_name
+        if req.client_token is not None and not req.dry_run:
+            existing = self._ledger_call(self.ledger.get_token, req.client_token, team_name)
+            if existing is not None:
+                return self._replay(existing, fingerprint), False
+        price, reason = self.rt.prices.hourly(self.rt.platform.region, req.instance_type)
+        estimate = estimate_max_cost_usd(price, req.instance_count, req.max_runtime_seconds)
+        checks = self._check_limits(caller, req, estimate, reason)
+        if req.dry_run:
+            return self._dry_run(req, caller, price, estimate, reason, checks), False
+        names = races = 0
+        while names < NAME_ATTEMPTS:
+            job, rendered, token = self._new_job(req, caller, fingerprint, price, estimate, reason)
+            usage = None
+            if team is not None:
+                usage = Q.claim_update(
+                    self.ledger.table,
+                    team.name,
+                    self.usage.month(),
+                    team.limits,
+                    count=req.instance_count,
+                    estimate=estimate,
+                )
+            try:
+                self._ledger_call(self.ledger.claim, job, token, usage)
+            except NameTaken:
+                names += 1
+                continue  # a random suffix collided; draw another name
+            except LimitRace:
+                # Another submit took what was left (or the month turned): check again; the
+                # check raises QuotaExceeded once nothing is left.
+                races += 1
+                if races > MAX_RACES:
+                    raise Throttled(
+                        f"team {team.name}'s usage changed on every one of {MAX_RACES} tries "
+                        "(many concurrent submits); retry"
+                    ) from None
+                self._check_limits(caller, req, estimate, reason)
+                continue
+            except TokenTaken:
+                existing = self._ledger_call(self.ledger.get_token, req.client_token, team_name)
+                if existing is None:  # the winner failed to start and freed the token
+                    continue
+                return self._replay(existing, fingerprint), False
+            return self._create(job, rendered), True
+        raise UpstreamError(f"could not allocate a unique job name after {NAME_ATTEMPTS} attempts")
+
+    def _check_limits(
+        self, caller: Caller, req: SubmitRequest, estimate: float | None, reason: str | None
+    ) -> list[dict[str, Any]]:
+        team = caller.team
+        if team is None:
+            return []
+        limits = team.limits
+        if estimate is None and (
+            limits.max_job_cost_usd is not None or limits.monthly_budget_usd is not None
+        ):
+            raise ValidationError(
+                "instance_type",
+                f"team {team.name} has a cost limit and the price of {req.instance_type} is "
+                f"unknown ({reason}); choose a priced instance type or ask the platform team "
+                "to add the price (ftl:prices)",
+            )
+        usage = self._ledger_call(self.usage.current, team.name)
+        return Q.check_limits(
+            limits, usage, team=team.name, count=req.instance_count, estimate=estimate
+        )
+
+    def _new_job(
+        self,
+        req: SubmitRequest,
+        caller: Caller,
+        fingerprint: str,
+        price: float | None,
+        estimate: float | None,
+        reason: str | None,
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+        """A fresh job name, its rendered request, its ledger item and its token item."""
+        team = caller.team_name
+        now = self.rt.now()
+        name = make_job_name(
+            req.job_name_prefix or req.template, now=now, rand_hex=self.rt.random_hex(), team=team
+        )
+        rendered = render_create_training_job(
+            req,
+            self.rt.catalog[req.template],
+            self.rt.platform,
+            job_name=name,
+            requested_by=caller.principal,
+            team=team,
+            role_arn=self.rt.team_roles.get(team) if team else None,
+        )
+        created_at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        job = {
+            "job_name": name,
+            "template": req.template,
+            "status": SUBMITTING,
+            "instance_type": req.instance_type,
+            "instance_count": req.instance_count,
+            "spot": req.spot,
+            "checkpoint_s3_uri": checkpoint_s3_uri(self.rt.platform, name, team),
+            "output_s3_uri": output_s3_uri(self.rt.platform, name, team),
+            "requested_by": caller.principal,
+            "team": team,
+            "created_at": created_at,
+            "updated_at": created_at,
+            "client_token": req.client_token,
+            "request": json.dumps(req.to_dict(), sort_keys=True),
+            "request_fingerprint": fingerprint,
+            "rendered": json.dumps(rendered, sort_keys=True),
+            "rendered_hash": request_hash(rendered),
+            "price_usd_per_hour": price,
+            "estimated_max_cost_usd": estimate,
+            "price_unknown_reason": reason,
+        }
+        token = None
+        if req.client_token is not None:
+            token = {
+                "client_token": req.client_token,
+                "job_name": name,
+                "fingerprint": fingerprint,
+                "created_at": created_at,
+            }
+        return job, rendered, token
+
+    def _dry_run(
+        self,
+        req: SubmitRequest,
+        caller: Caller,
+        price: float | None,
+        estimate: float | None,
+        reason: str | None,
+        checks: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        job, rendered, _ = self._new_job(req, caller, req.fingerprint(), price, estimate, reason)
+        view = self._view({**job, "status": "DryRun"})
+        view.pop("job_arn", None)
+        view.pop("console_url", None)
+        all_checks = [
+            {"check": "validation", "ok": True},
+            {"check": "team", "ok": True, "team": caller.team_name},
+            {"check": "price", "ok": price is not None, "price_usd_per_hour": price}
+            | ({"reason": reason} if reason else {}),
+            *checks,
+        ]
+        return {
+            **view,
+            "dry_run": True,
+            "checks": all_checks,
+            "create_training_job": rendered,
+        }
+
+    # ------------------------------------------------------- create / adopt
+    def _create(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
+        name = job["job_name"]
+        try:
+            arn = start_job(self.rt.sagemaker, rendered)
+        except (ClientError, BotoCoreError) as exc:
+            if _code(exc) == "ResourceInUse":
+                # Only a peer completing the same claimed job can have taken this name.
+                return self._adopt_existing(job)
+            error = self._map_error(exc, "CreateTrainingJob")
+            if self._ambiguous(exc):
+                # A timeout or 5xx may hide a job SageMaker did create: look before failing.
+                try:
+                    described = self._describe_remote(name)
+                except JobModelError:
+                    # Cannot tell: keep the claim, so a replay of the token finishes it with
+                    # the same job name (and never starts a second job).
+                    raise error from None
+                if described is not None:
+                    return self._adopt_existing(job, described)
+            self._record_failed(job, error)
+            raise error from None
+        job.update(status="InProgress", job_arn=arn, updated_at=self._stamp())
+        self._record_started(job)
+        return self._view(job)
+
+    def _record_failed(self, job: dict[str, Any], error: JobModelError) -> None:
+        values = {
+            "status": "FailedToStart",
+            "error_type": error.type,
+            "failure_reason": error.message,
+            "updated_at": self._stamp(),
+        }
+        for _ in range(3):
+            release = None
+            if job.get("team") is not None and not job.get("usage_released"):
+                release = self._ledger_call(self.usage.release_update, job, None)
+            try:
+                self._ledger_call(
+                    self.ledger.fail_job,
+                    job["job_name"],
+                    values,
+                    job.get("client_token"),
+                    team=job.get("team"),
+                    release=release,
+                )
+                return
+            except MonthTurned:
+                continue
+
+    def _record_started(self, job: dict[str, Any]) -> None:
+        """Mark the claimed job started. The job exists whatever happens here, so a ledger
+        failure is logged, not returned: the job-events handler and any replay of the token
+        bring the record up to date."""
+        try:
+            self._ledger_call(
+                self.ledger.update_job,
+                job["job_name"],
+                {
+                    "status": job["status"],
+                    "job_arn": job["job_arn"],
+                    "updated_at": job["updated_at"],
+                },
+                expect_status=SUBMITTING,
+            )
+        except JobModelError as err:
+            LOG.warning(
+                "job %s started but the ledger update failed: %s", job["job_name"], err.message
+            )
+
+    def _adopt_existing(
+        self, job: dict[str, Any], described: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        described = described or self._describe_remote(job["job_name"])
+        if described is None:
+            raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
+        job.update(
+            status=described["TrainingJobStatus"],
+            job_arn=described["TrainingJobArn"],
+            updated_at=self._stamp(),
+        )
+        self._record_started(job)
+        return self._view(job)
+
+    def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
+        if token["fingerprint"] != fingerprint:
+            raise Conflict(
+                f"client_token {token['client_token']} was already used for a "
+                f"different request (job {token['job_name']})",
+                field="client_token",
+            )
+        deadline = time.monotonic() + WAIT_FOR_PEER_S
+        delay = 0.02
+        while True:
+            job = self._ledger_call(self.ledger.get_job, token["job_name"])
+            if job is None:
+                raise UpstreamError(
+                    f"ledger has token {token['client_token']} but not job {token['job_name']}"
+                )
+            if job["status"] != SUBMITTING:
+                return self._view(job)
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+        # The first request stopped between its ledger write and SageMaker's answer (or is
+        # slow): finish its work with the very same rendered request and job name.
+        return self._create(job, json.loads(job["rendered"]))
+
+
+def _code(exc: Exception) -> str:
+    if isinstance(exc, ClientError):
+        return exc.response.get("Error", {}).get("Code", "")
+    return ""

@@ -1,0 +1,74 @@
+"""Team usage in the ledger: read it for this month, and give a finished job's usage back.
+
+The rules and request shapes are ``jobmodel.quotas``; this module only runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from ftl_trigger.ledger import Ledger, MonthTurned
+from jobmodel import TERMINAL_STATUSES
+from jobmodel import quotas as Q
+from jobmodel.pricing import cost_usd
+
+
+class TeamUsage:
+    def __init__(self, ledger: Ledger, now: Callable[[], datetime]) -> None:
+        self.ledger = ledger
+        self.now = now
+
+    def month(self) -> str:
+        return Q.month_of(self.now())
+
+    def current(self, team: str) -> Q.Usage:
+        """This month's usage, creating the item or starting the month where needed."""
+        month = self.month()
+        item = self.ledger.get_usage(team)
+        if item is None:
+            self.ledger.put_if_absent(Q.usage_item(self.ledger.table, team, month))
+            item = self.ledger.get_usage(team)
+        elif item.get("month") != month:
+            self.ledger.update_if(Q.rollover_update(self.ledger.table, team, item["month"], month))
+            item = self.ledger.get_usage(team)
+        return Q.Usage.from_item(item, month)
+
+    def release_update(self, job: Mapping[str, Any], cost: float | None) -> dict[str, Any]:
+        """The usage half of a job's end, for this month (starting the month if needed)."""
+        self.current(job["team"])
+        return Q.release_update(
+            self.ledger.table,
+            job["team"],
+            self.month(),
+            count=int(job["instance_count"]),
+            estimate=job.get("estimated_max_cost_usd"),
+            cost=cost,
+        )
+
+    def finish(self, job: Mapping[str, Any], changes: dict[str, Any]) -> bool:
+        """Record a terminal status (``changes``) and give the job's usage back, once.
+
+        Returns False when the usage was already given back (a job-events update or another
+        describe got there first); the caller then writes ``changes`` without the usage.
+        """
+        cost = cost_usd(
+            job.get("price_usd_per_hour"),
+            int(job["instance_count"]),
+            changes.get("billable_seconds"),
+        )
+        if cost is not None:
+            changes["cost_usd"] = cost
+        if job.get("team") is None or job.get("usage_released"):
+            return False
+        if changes.get("status") not in TERMINAL_STATUSES:
+            return False
+        for _ in range(3):  # the month can turn between reading and writing
+            try:
+                return self.ledger.finish_job(
+                    job["job_name"], changes, self.release_update(job, cost)
+                )
+            except MonthTurned:
+                continue
+        return False
