@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ftl_constructs.lambda_settings import KEYS as _LAMBDA_KEYS
+from ftl_constructs.lambda_settings import LambdaSettings, LambdaSettingsError
 from jobmodel._rules import is_bucket_name
 from jobmodel.teams import TeamsConfig, TeamsError
 
@@ -83,6 +85,7 @@ class PlatformSettings:
     network: NetworkSettings = field(default_factory=NetworkSettings)
     api: ApiSettings = field(default_factory=ApiSettings)
     teams: TeamsConfig = field(default_factory=TeamsConfig)
+    lambdas: LambdaSettings = field(default_factory=LambdaSettings)
 
     @property
     def foundation_stack_name(self) -> str:
@@ -173,6 +176,7 @@ class PlatformSettings:
             tags=dict(tags),
             network=_network(v),
             teams=_teams(v),
+            lambdas=_lambdas(v),
             api=ApiSettings(
                 throttle_rate=_int(v, "apiThrottleRate", 20, 1, 10000),
                 throttle_burst=_int(v, "apiThrottleBurst", 40, 1, 5000),
@@ -199,6 +203,7 @@ _KEYS = (
     "catalogFile",
     "teams",
     "admins",
+    *_LAMBDA_KEYS,
 )
 
 # CloudWatch Logs accepts only these retention periods (days -> aws_logs.RetentionDays name).
@@ -275,6 +280,13 @@ def _teams(v: Mapping[str, Any]) -> TeamsConfig:
         return TeamsConfig.parse(v["teams"], v["admins"])
     except TeamsError as exc:
         raise ContextError(exc.key.removeprefix(CONTEXT_PREFIX), exc.rule, exc.got) from None
+
+
+def _lambdas(v: Mapping[str, Any]) -> LambdaSettings:
+    try:
+        return LambdaSettings.parse(v["lambdaRuntime"], v["snapStart"])
+    except LambdaSettingsError as exc:
+        raise ContextError(exc.key, exc.rule, exc.got) from None
 
 
 def _network(v: Mapping[str, Any]) -> NetworkSettings:

@@ -17,8 +17,9 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+# No level of its own: Lambda sets the root logger from the function's application log
+# level and writes every record as JSON with the request id (PlatformFunction).
 LOG = logging.getLogger("ftl.job_events")
-LOG.setLevel(logging.INFO)
 
 TERMINAL = ("Completed", "Failed", "Stopped")
 _CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})

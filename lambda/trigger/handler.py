@@ -14,8 +14,9 @@ from ftl_trigger.runtime import Runtime
 from ftl_trigger.service import Launcher
 from jobmodel import JobModelError
 
+# No level of its own: Lambda sets the root logger from the function's application log
+# level and writes every record as JSON with the request id (PlatformFunction).
 LOG = logging.getLogger("ftl.trigger")
-LOG.setLevel(logging.INFO)
 
 RUNTIME = Runtime.from_environment()
 LAUNCHER = Launcher(RUNTIME)
