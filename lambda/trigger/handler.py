@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ftl_trigger import doors
+from ftl_trigger import doors, snapstart
 from ftl_trigger.runtime import Runtime
 from ftl_trigger.service import Launcher
 from jobmodel import JobModelError
@@ -20,6 +20,7 @@ LOG = logging.getLogger("ftl.trigger")
 
 RUNTIME = Runtime.from_environment()
 LAUNCHER = Launcher(RUNTIME)
+snapstart.register_restore_hooks()
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
