@@ -25,7 +25,7 @@ from bench._common import PYTHON, ROOT, fmt_bytes, fmt_ms, tempdir
 BENCHES: dict[str, list[str]] = {
     "cold_start": ["--reps", "7", "--explain"],
     "request_overhead": [],
-    "synth": ["--reps", "2", "--explain"],
+    "synth": ["--reps", "3", "--explain"],
     "asset_size": [],  # reads the assembly synth kept (or synthesizes its own)
     "load": [],
     "train_throughput": [],
