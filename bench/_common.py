@@ -108,9 +108,15 @@ def offline_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 def trigger_asset(dest: Path) -> Path:
     """The trigger's Lambda asset, built by the same code the launcher stack uses, at ``dest``.
 
-    ``dest`` ends up holding exactly the deployed files (no ``__pycache__``).
+    ``dest`` ends up holding exactly the deployed files (trimmed botocore models and, when this
+    Python is the functions' runtime, precompiled bytecode included).
     """
+    import sys
+
+    from ftl_constructs.botocore_models import declared_operations
     from ftl_constructs.bundling import lambda_bundle
+    from ftl_constructs.lambda_settings import LambdaSettings
+    from ftl_constructs.launcher import TRIGGER_OPERATIONS
     from jobmodel import dump_catalog, shipped_catalog
 
     specs = [s.with_image(IMAGE) for s in shipped_catalog().values()]
@@ -119,10 +125,12 @@ def trigger_asset(dest: Path) -> Path:
         code_dir=ROOT / "lambda" / "trigger",
         packages=[ROOT / "jobmodel"],
         files={"catalog.json": dump_catalog(specs)},
+        aws_operations=declared_operations(TRIGGER_OPERATIONS),
+        bytecode=LambdaSettings().python_version == sys.version_info[:2],
     )
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(bundle, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(bundle, dest)
     return dest
 
 

@@ -3,23 +3,24 @@
     python -m bench.cold_start [--reps N] [--explain] [--json PATH]
 
 * **A, the launcher**: a fresh interpreter in a copy of the deployed trigger asset (built by the
-  launcher stack's own bundling code; no ``__pycache__``, and ``PYTHONDONTWRITEBYTECODE=1``
-  because Lambda's ``/var/task`` is read-only, so every cold start compiles the asset's code),
-  with the stack's environment, runs ``import handler``: the catalog is loaded, the platform
-  configuration read and the SageMaker and DynamoDB clients built (module-level ``RUNTIME``).
+  launcher stack's own bundling code: trimmed botocore models in ``botocore_data/`` and
+  precompiled bytecode included; ``PYTHONDONTWRITEBYTECODE=1`` because Lambda's ``/var/task``
+  is read-only), with the stack's environment, runs ``import handler``: the catalog is loaded,
+  the platform configuration read and the SageMaker and DynamoDB clients built (module-level
+  ``RUNTIME``).
 * **B, the SDK**: a fresh interpreter imports ``sagemaker.train.ModelTrainer``, builds a
   ``Session`` (whose SageMaker client is built) and a ``ModelTrainer`` configured for the same
   job, ready to ``train()``. Offline: see ``bench/sdk_side.py``.
 
 Both are timed from just before the spawn to the moment the process says it is ready; the
 interleaved runs' medians are compared. ``--explain`` measures where A's time goes
-(``-X importtime``, cProfile of the module body) and what candidate optimisations would save.
+(``-X importtime``, cProfile of the module body) and what each of the asset's optimisations
+saves (the asset without its bytecode, without its trimmed models, without both).
 """
 
 from __future__ import annotations
 
 import argparse
-import compileall
 import gzip
 import io
 import json
@@ -46,8 +47,9 @@ from bench._common import (
     trigger_asset,
     write_json,
 )
+from ftl_constructs.bundling import BOTOCORE_DATA
 
-TARGET = 4.0
+TARGET = 8.0
 
 # Every script ends by printing READY with its in-process time and its CPU time so far.
 READY = """
@@ -63,31 +65,6 @@ t0 = time.perf_counter()
 import handler
 assert handler.RUNTIME.sagemaker.meta.service_model.service_name == "sagemaker"
 assert handler.RUNTIME.catalog
-"""
-    + READY
-)
-
-# A with boto3 replaced by a thin shim over botocore's own Session: what runtime.py would cost
-# if it built its clients with botocore directly (same clients, same configs).
-A_BOTOCORE_SCRIPT = (
-    """
-import time
-t0 = time.perf_counter()
-import sys, types
-import botocore.session
-
-class _Session:
-    def __init__(self, region_name=None):
-        self._session = botocore.session.Session()
-        self._region = region_name
-    def client(self, name, config=None):
-        return self._session.create_client(name, region_name=self._region, config=config)
-
-shim = types.ModuleType("boto3")
-shim.session = types.SimpleNamespace(Session=_Session)
-sys.modules["boto3"] = shim
-import handler
-assert handler.RUNTIME.sagemaker.meta.service_model.service_name == "sagemaker"
 """
     + READY
 )
@@ -109,13 +86,6 @@ assert session.sagemaker_client.meta.service_model.service_name == "sagemaker"
 )
 
 EMPTY_SCRIPT = "import time\nt0 = time.perf_counter()\n" + READY
-
-# What the launcher calls on each client (the ledger and the service); a trimmed model keeps
-# exactly these operations and the shapes they reach.
-USED_OPERATIONS = {
-    "sagemaker": ("CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob"),
-    "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query"),
-}
 
 
 def a_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -141,59 +111,6 @@ def measure(reps: int, asset: Path, rendered_path: Path) -> dict[str, list[Timed
 
 
 # ---------------------------------------------------------------------------------- explain
-def _trim_model(model: dict[str, Any], operations: tuple[str, ...]) -> dict[str, Any]:
-    """The service model with only ``operations`` and the shapes they reach, no docs."""
-    shapes = model["shapes"]
-    keep: set[str] = set()
-    todo: list[str] = []
-    ops = {name: model["operations"][name] for name in operations}
-    for op in ops.values():
-        for key in ("input", "output"):
-            if key in op:
-                todo.append(op[key]["shape"])
-        todo += [e["shape"] for e in op.get("errors", [])]
-    while todo:
-        name = todo.pop()
-        if name in keep:
-            continue
-        keep.add(name)
-        shape = shapes[name]
-        for member in shape.get("members", {}).values():
-            todo.append(member["shape"])
-        for key in ("member", "key", "value"):
-            if key in shape:
-                todo.append(shape[key]["shape"])
-
-    def strip(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: strip(v) for k, v in node.items() if k != "documentation"}
-        if isinstance(node, list):
-            return [strip(v) for v in node]
-        return node
-
-    return {
-        "version": model.get("version", "2.0"),
-        "metadata": model["metadata"],
-        "operations": strip(ops),
-        "shapes": strip({name: shapes[name] for name in sorted(keep)}),
-    }
-
-
-def trimmed_data_path(dest: Path) -> Path:
-    """A botocore data folder with trimmed models of the two services, for ``AWS_DATA_PATH``."""
-    import botocore
-
-    data = Path(botocore.__file__).parent / "data"
-    for service, operations in USED_OPERATIONS.items():
-        version = max(p.name for p in (data / service).iterdir() if p.is_dir())
-        raw = (data / service / version / "service-2.json.gz").read_bytes()
-        model = json.loads(gzip.decompress(raw))
-        out = dest / service / version
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "service-2.json").write_text(json.dumps(_trim_model(model, operations)))
-    return dest
-
-
 def _import_breakdown(asset: Path) -> dict[str, float]:
     """``python -X importtime -c 'import handler'``: cumulative ms of the notable imports."""
     proc = subprocess.run(
@@ -213,17 +130,16 @@ def _import_breakdown(asset: Path) -> dict[str, float]:
             continue
         cumulative[name] = int(cum_us) / 1000
     picks = {
-        "boto3 (incl. botocore, urllib3, s3transfer)": "boto3",
-        "  of which s3transfer (boto3 only needs it for S3)": "s3transfer",
-        "jobmodel (compiled from source)": "jobmodel",
-        "ftl_trigger.doors/errors/ledger/service (compiled)": None,
+        "botocore.session (incl. urllib3, http.client, ssl)": "botocore.session",
+        "jobmodel (from bytecode)": "jobmodel",
+        "ftl_trigger.doors/errors/ledger/service (from bytecode)": None,
         "handler module total": "handler",
     }
     result: dict[str, float] = {}
     for label, module in picks.items():
         if module is not None:
             result[label] = cumulative.get(module, 0.0)
-    result["ftl_trigger.doors/errors/ledger/service (compiled)"] = sum(
+    result["ftl_trigger.doors/errors/ledger/service (from bytecode)"] = sum(
         cumulative.get(m, 0.0)
         for m in ("ftl_trigger.doors", "ftl_trigger.ledger", "ftl_trigger.service")
     ) - cumulative.get("jobmodel", 0.0)
@@ -232,7 +148,7 @@ def _import_breakdown(asset: Path) -> dict[str, float]:
 
 PROFILE_SCRIPT = """
 import cProfile, sys
-import boto3, botocore.config, jobmodel  # imports are measured by -X importtime
+import botocore.session, botocore.config, jobmodel  # imports: see -X importtime
 profile = cProfile.Profile()
 profile.enable()
 import handler
@@ -256,8 +172,8 @@ def _profile_breakdown(asset: Path, out: Path) -> dict[str, float]:
         "import handler once boto3 is in (ftl_trigger + RUNTIME)": ("handler.py", "<module>"),
         "create_client x2 (SageMaker, DynamoDB)": ("botocore/session.py", "create_client"),
         "json decode (service models, endpoints, rules)": ("json/decoder.py", "raw_decode"),
-        "gzip (service-2.json.gz)": ("gzip.py", "read"),
-        "list_available_services (stat every data dir)": (
+        "gzip (full service-2.json.gz; none with trimmed models)": ("gzip.py", "read"),
+        "list_available_services (only botocore_data/ is listed)": (
             "botocore/loaders.py",
             "list_available_services",
         ),
@@ -295,28 +211,29 @@ def _json_costs() -> dict[str, float]:
     return costs
 
 
+def _without(asset: Path, dest: Path, *parts: str) -> Path:
+    shutil.copytree(asset, dest, ignore=shutil.ignore_patterns(*parts))
+    return dest
+
+
 def explain(reps: int, asset: Path, work: Path) -> dict[str, Any]:
-    """Where A's time goes, and what each candidate optimisation saves (median of ``reps``)."""
-    pyc_asset = work / "asset-pyc"
-    shutil.copytree(asset, pyc_asset)
-    compileall.compile_dir(str(pyc_asset), quiet=1)
-    trimmed = trimmed_data_path(work / "botocore-data")
+    """Where A's time goes, and what each of the asset's optimisations saves (median of
+    ``reps``; every variant is the deployed asset with parts taken away)."""
+    no_pyc = _without(asset, work / "asset-no-pyc", "__pycache__")
+    no_models = _without(asset, work / "asset-no-models", BOTOCORE_DATA)
+    neither = _without(asset, work / "asset-neither", "__pycache__", BOTOCORE_DATA)
     variants = {
-        "interpreter start-up only": (EMPTY_SCRIPT, asset, {}),
-        "A as deployed": (A_SCRIPT, asset, {}),
-        "A + precompiled bytecode in the asset": (A_SCRIPT, pyc_asset, {}),
-        "A with botocore.session instead of boto3": (A_BOTOCORE_SCRIPT, asset, {}),
-        "A + trimmed service models (AWS_DATA_PATH)": (
-            A_SCRIPT,
-            asset,
-            {"AWS_DATA_PATH": str(trimmed)},
-        ),
-        "A + all three": (A_BOTOCORE_SCRIPT, pyc_asset, {"AWS_DATA_PATH": str(trimmed)}),
+        "interpreter start-up only": (EMPTY_SCRIPT, asset),
+        "A as deployed": (A_SCRIPT, asset),
+        "A without its bytecode (compiled at every cold start)": (A_SCRIPT, no_pyc),
+        "A without trimmed models (botocore's full data)": (A_SCRIPT, no_models),
+        "A without either": (A_SCRIPT, neither),
     }
     samples: dict[str, list[Timed]] = {name: [] for name in variants}
     for _ in range(reps):
-        for name, (script, cwd, extra) in variants.items():
-            samples[name].append(time_process(script, env=a_env(extra), cwd=cwd))
+        for name, (script, cwd) in variants.items():
+            samples[name].append(time_process(script, env=a_env(), cwd=cwd))
+    data = asset / BOTOCORE_DATA
     return {
         "variants_ms": {
             name: (median(t.wall_s for t in runs) * 1000, median(t.cpu_s for t in runs) * 1000)
@@ -326,8 +243,8 @@ def explain(reps: int, asset: Path, work: Path) -> dict[str, Any]:
         "profile_ms": _profile_breakdown(asset, work),
         "json_ms": _json_costs(),
         "trimmed_model_kib": {
-            service: (next((trimmed / service).glob("*/service-2.json")).stat().st_size // 1024)
-            for service in USED_OPERATIONS
+            p.parent.parent.name: p.stat().st_size // 1024
+            for p in sorted(data.glob("*/*/service-2.json"))
         },
     }
 
@@ -383,12 +300,12 @@ def report(result: dict[str, Any]) -> str:
         lines.append("  module body (cProfile, cumulative; overlaps):")
         lines += [f"    {k}: {v:.0f} ms" for k, v in ex["profile_ms"].items()]
         lines += [f"    {k}: {v:.0f} ms" for k, v in ex["json_ms"].items()]
-        lines.append("  candidate optimisations (fresh process to ready, median wall / CPU):")
+        lines.append("  the asset's optimisations (fresh process to ready, median wall / CPU):")
         lines += [
             f"    {k}: {wall:.0f} ms / {cpu:.0f} ms" for k, (wall, cpu) in ex["variants_ms"].items()
         ]
         lines.append(
-            "    trimmed models: "
+            "    trimmed service models shipped: "
             + ", ".join(f"{k} {v} KiB" for k, v in ex["trimmed_model_kib"].items())
         )
     return "\n".join(lines)

@@ -211,8 +211,21 @@ def ledger_items(dynamodb: Any, table: str, prefix: str) -> dict[str, dict[str, 
     return items
 
 
+def _full_client(client: Any) -> Any:
+    import boto3
+
+    return boto3.client(
+        client.meta.service_model.service_name,
+        endpoint_url=client.meta.endpoint_url,
+        region_name=client.meta.region_name,
+    )
+
+
 def check(result: LoadResult, sagemaker: Any, dynamodb: Any, table: str) -> list[str]:
     """Problems found (empty when every submission was recorded and created exactly once)."""
+    # The trigger's clients know only the operations it calls (trimmed models); listing and
+    # scanning need full clients for the same endpoint.
+    sagemaker, dynamodb = _full_client(sagemaker), _full_client(dynamodb)
     problems: list[str] = []
     errors = [r for r in result.responses if "error" in r]
     if errors:

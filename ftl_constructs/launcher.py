@@ -19,7 +19,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from ftl_constructs.bundling import ROOT, source_tarball
+from ftl_constructs.botocore_models import declared_operations
+from ftl_constructs.bundling import ROOT, TRIGGER_OPERATIONS, source_tarball
 from ftl_constructs.job_template import TrainingJobTemplate
 from ftl_constructs.launch_policy import launch_statements, training_job_arns
 from ftl_constructs.nag import acknowledge_resource, checkov_skip
@@ -164,6 +165,7 @@ class JobLauncher(Construct):
             code_dir=ROOT / "lambda" / "trigger",
             packages=[ROOT / "jobmodel"],
             files={"catalog.json": dump_catalog(specs)},
+            aws_operations=declared_operations(TRIGGER_OPERATIONS),
             encryption_key=encryption_key,
             log_retention=log_retention,
             environment=environment,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import AssetHashType, Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -14,10 +15,20 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from ftl_constructs.botocore_models import Operations
 from ftl_constructs.bundling import lambda_bundle
-from ftl_constructs.nag import checkov_skip
+from ftl_constructs.lambda_settings import LAMBDA_RUNTIMES, LambdaSettings
+from ftl_constructs.nag import acknowledge, checkov_skip
 
-LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14
+# Lambda sets the root logger to this level (AWS_LAMBDA_LOG_LEVEL); the handlers' loggers set
+# no level of their own, so this one setting governs what they write.
+APPLICATION_LOG_LEVEL = lambda_.ApplicationLogLevel.INFO
+
+
+def lambda_runtime(settings: LambdaSettings) -> lambda_.Runtime:
+    """The CDK's runtime constant for a validated runtime name (``python3.11`` -> PYTHON_3_11)."""
+    major, minor = settings.python_version
+    return getattr(lambda_.Runtime, f"PYTHON_{major}_{minor}")
 
 
 def key_use_statement(key: kms.IKey) -> iam.PolicyStatement:
@@ -56,6 +67,7 @@ class PlatformFunction(Construct):
         memory_size: int = 256,
         timeout: Duration = Duration.seconds(30),
         dead_letter_queue: sqs.IQueue | None = None,
+        aws_operations: Operations | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.log_group = logs.LogGroup(
@@ -80,24 +92,47 @@ class PlatformFunction(Construct):
             ),
             key_use_statement(encryption_key),
         )
-        bundle = lambda_bundle(id.lower(), code_dir=code_dir, packages=packages, files=files)
+        settings = LambdaSettings.from_context(self.node.try_get_context)
+        bundle = lambda_bundle(
+            id.lower(),
+            code_dir=code_dir,
+            packages=packages,
+            files=files,
+            aws_operations=aws_operations,
+            bytecode=settings.python_version == sys.version_info[:2],
+        )
         self.function = lambda_.Function(
             self,
             "Function",
             description=description,
-            runtime=LAMBDA_RUNTIME,
+            runtime=lambda_runtime(settings),
             architecture=lambda_.Architecture.ARM_64,
             handler="handler.handler",
-            code=lambda_.Code.from_asset(str(bundle)),
+            # The folder is named by its content hash: the CDK need not hash it again.
+            code=lambda_.Code.from_asset(
+                str(bundle), asset_hash=bundle.name, asset_hash_type=AssetHashType.CUSTOM
+            ),
             role=self.role,
             memory_size=memory_size,
             timeout=timeout,
             environment=dict(environment),
             log_group=self.log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=APPLICATION_LOG_LEVEL,
+            system_log_level_v2=lambda_.SystemLogLevel.INFO,
             environment_encryption=encryption_key,
             dead_letter_queue=dead_letter_queue,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if settings.snap_start else None,
         )
         self.function.node.add_dependency(self.policy)
+        if settings.runtime != LAMBDA_RUNTIMES[-1]:
+            acknowledge(
+                self.function,
+                "AwsSolutions-L1",
+                f"{settings.runtime} is deliberate: the functions run the Python minor version "
+                "the tests and benchmarks run on and their bytecode is compiled for "
+                "(context ftl:lambdaRuntime picks another).",
+            )
         checkov_skip(
             self.function,
             "CKV_AWS_115",

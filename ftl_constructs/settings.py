@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ftl_constructs.lambda_settings import KEYS as _LAMBDA_KEYS
+from ftl_constructs.lambda_settings import LambdaSettings, LambdaSettingsError
 from jobmodel._rules import is_bucket_name
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.teams import TeamsConfig, TeamsError
@@ -94,6 +96,7 @@ class PlatformSettings:
         """Every bucket named in context that jobs read inputs from (platform-wide or a team's)."""
         names = [*self.extra_input_buckets, *(b for t in self.teams.teams for b in t.buckets)]
         return tuple(dict.fromkeys(names))
+    lambdas: LambdaSettings = field(default_factory=LambdaSettings)
 
     @property
     def foundation_stack_name(self) -> str:
@@ -194,6 +197,7 @@ class PlatformSettings:
             network=_network(v),
             teams=teams,
             prices=_prices(v),
+            lambdas=_lambdas(v),
             api=ApiSettings(
                 throttle_rate=_int(v, "apiThrottleRate", 20, 1, 10000),
                 throttle_burst=_int(v, "apiThrottleBurst", 40, 1, 5000),
@@ -221,6 +225,7 @@ _KEYS = (
     "teams",
     "admins",
     "prices",
+    *_LAMBDA_KEYS,
 )
 
 # CloudWatch Logs accepts only these retention periods (days -> aws_logs.RetentionDays name).
@@ -353,6 +358,11 @@ def _prices(v: Mapping[str, Any]) -> dict[str, dict[str, float]]:
                 )
             out[region][itype] = float(price)
     return out
+def _lambdas(v: Mapping[str, Any]) -> LambdaSettings:
+    try:
+        return LambdaSettings.parse(v["lambdaRuntime"], v["snapStart"])
+    except LambdaSettingsError as exc:
+        raise ContextError(exc.key, exc.rule, exc.got) from None
 
 
 def _network(v: Mapping[str, Any]) -> NetworkSettings:

@@ -30,8 +30,9 @@ from jobmodel import SAGEMAKER_STATUSES, TERMINAL_STATUSES
 from jobmodel import quotas as Q
 from jobmodel.pricing import cost_usd
 
+# No level of its own: Lambda sets the root logger from the function's application log
+# level and writes every record as JSON with the request id (PlatformFunction).
 LOG = logging.getLogger("ftl.job_events")
-LOG.setLevel(logging.INFO)
 
 DETAIL_TYPE = "SageMaker Training Job State Change"
 _NAME_RE = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")

@@ -9,16 +9,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ftl_trigger import doors
+from ftl_trigger import doors, snapstart
 from ftl_trigger.runtime import Runtime
 from ftl_trigger.service import Launcher
 from jobmodel import JobModelError
 
+# No level of its own: Lambda sets the root logger from the function's application log
+# level and writes every record as JSON with the request id (PlatformFunction).
 LOG = logging.getLogger("ftl.trigger")
-LOG.setLevel(logging.INFO)
 
 RUNTIME = Runtime.from_environment()
 LAUNCHER = Launcher(RUNTIME)
+snapstart.register_restore_hooks()
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:

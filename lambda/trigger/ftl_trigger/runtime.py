@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import boto3
 from botocore.config import Config
 
+from ftl_trigger import aws
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.pricing import PriceTable
 from jobmodel.teams import TeamsConfig
@@ -58,13 +58,17 @@ class Runtime:
         if not table:
             raise ValueError("environment variable FTL_JOB_TABLE is required")
         teams = TeamsConfig.from_env(env)
-        session = boto3.session.Session(region_name=platform.region)
+        session = aws.session()
         return cls(
             platform=platform,
             catalog=catalog,
             table_name=table,
-            sagemaker=session.client("sagemaker", config=SAGEMAKER_CONFIG),
-            dynamodb=session.client("dynamodb", config=DYNAMODB_CONFIG),
+            sagemaker=session.create_client(
+                "sagemaker", region_name=platform.region, config=SAGEMAKER_CONFIG
+            ),
+            dynamodb=session.create_client(
+                "dynamodb", region_name=platform.region, config=DYNAMODB_CONFIG
+            ),
             now=lambda: datetime.now(UTC),
             random_hex=lambda: secrets.token_hex(2),
             console_base=(

@@ -1,0 +1,18 @@
+"""Every AWS operation the trigger calls, by botocore service name.
+
+The Lambda asset ships botocore service models trimmed to exactly these operations (generated
+at synth from the installed botocore by ``ftl_constructs/botocore_models.py``), and the
+trigger's clients load only those models: a call to an operation missing here fails with
+``AttributeError`` on the client. ``tests/unit/trigger/test_trimmed_models.py`` scans the
+trigger's code for client calls (clients live in attributes named after their service, such
+as ``runtime.sagemaker``, or ``client``/``*_client``) and runs the launcher's flows on the
+trimmed models, so adding a call means adding its operation here. Keep this module a plain
+literal: synth reads it without importing it.
+"""
+
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "sagemaker": ("CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob"),
+    "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query"),
+    # The queue scheduler's service jobs (SageMaker training jobs run through AWS Batch).
+    "batch": ("SubmitServiceJob", "DescribeServiceJob", "ListServiceJobs", "TerminateServiceJob"),
+}
