@@ -90,13 +90,13 @@ class PlatformSettings:
     teams: TeamsConfig = field(default_factory=TeamsConfig)
     # Price overrides, {"<region>": {"<instance type>": <USD per instance-hour>}} (FTL_PRICES).
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    lambdas: LambdaSettings = field(default_factory=LambdaSettings)
 
     @property
     def input_bucket_names(self) -> tuple[str, ...]:
         """Every bucket named in context that jobs read inputs from (platform-wide or a team's)."""
         names = [*self.extra_input_buckets, *(b for t in self.teams.teams for b in t.buckets)]
         return tuple(dict.fromkeys(names))
-    lambdas: LambdaSettings = field(default_factory=LambdaSettings)
 
     @property
     def foundation_stack_name(self) -> str:
@@ -358,6 +358,8 @@ def _prices(v: Mapping[str, Any]) -> dict[str, dict[str, float]]:
                 )
             out[region][itype] = float(price)
     return out
+
+
 def _lambdas(v: Mapping[str, Any]) -> LambdaSettings:
     try:
         return LambdaSettings.parse(v["lambdaRuntime"], v["snapStart"])
