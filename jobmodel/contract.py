@@ -11,9 +11,13 @@ from types import MappingProxyType
 
 __all__ = ["HTTP_STATUS", "JOB_STATUSES", "TERMINAL_STATUSES"]
 
-# Every status a ledger record can hold; Submitting and FailedToStart are the launcher's own.
+# Every status a ledger record can hold; Submitting and FailedToStart are the launcher's own,
+# Queued (waiting in the Batch job queue) and Scheduled (Batch handed it to SageMaker) exist
+# only in queue mode (ftl:scheduler = queue).
 JOB_STATUSES: tuple[str, ...] = (
     "Submitting",
+    "Queued",
+    "Scheduled",
     "InProgress",
     "Completed",
     "Failed",
