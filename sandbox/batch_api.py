@@ -293,3 +293,36 @@ class BatchSandbox(Sandbox):
             server._server.serve_forever()
 
         server._server_entry = entry
+
+
+def configure_from_template(standin: BatchStandIn, template: dict[str, Any]) -> dict[str, str]:
+    """Create the stand-in's queues from a synthesized template's ``AWS::Batch::*`` resources
+    (moto's CloudFormation skips them); returns queue name -> queue ARN."""
+    resources = template.get("Resources", {})
+
+    def by_ref(value: Any) -> dict[str, Any]:
+        logical = value["Fn::GetAtt"][0] if isinstance(value, dict) else value
+        return resources.get(logical, {}).get("Properties", {})
+
+    queues: dict[str, str] = {}
+    for res in resources.values():
+        if res.get("Type") != "AWS::Batch::JobQueue":
+            continue
+        props = res["Properties"]
+        if str(props.get("JobQueueType", "")).upper() != "SAGEMAKER_TRAINING":
+            continue
+        (order,) = props["ServiceEnvironmentOrder"]
+        env = by_ref(order["ServiceEnvironment"])
+        capacity = sum(int(c["MaxCapacity"]) for c in env.get("CapacityLimits", []))
+        policy = by_ref(props["SchedulingPolicyArn"]) if "SchedulingPolicyArn" in props else {}
+        shares = (policy.get("FairsharePolicy") or {}).get("ShareDistribution") or []
+        limits = [a for a in props.get("JobStateTimeLimitActions", []) if a["State"] == "RUNNABLE"]
+        name = props["JobQueueName"]
+        queues[name] = standin.create_queue(
+            name,
+            capacity=capacity,
+            head_timeout_s=float(limits[0]["MaxTimeSeconds"]) if limits else None,
+            weight_factors={s["ShareIdentifier"]: float(s["WeightFactor"]) for s in shares},
+            share_policy="quotashare" if "QuotaSharePolicy" in policy else "fairshare",
+        )
+    return queues

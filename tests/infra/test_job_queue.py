@@ -265,3 +265,15 @@ def test_bad_queue_context_names_the_key(key, value):
     with pytest.raises(ContextError) as err:
         PlatformSettings.from_mapping({key: value})
     assert err.value.key == f"ftl:{key}"
+
+
+def test_sandbox_stand_in_reads_the_synthesized_queue(fair):
+    from sandbox.batch import BatchStandIn
+    from sandbox.batch_api import configure_from_template
+
+    standin = BatchStandIn(sagemaker=object())
+    queues = configure_from_template(standin, fair[2].to_json())
+    assert list(queues) == ["ftl-training"]
+    q = standin.queues["ftl-training"]
+    assert (q.capacity, q.head_timeout_s, q.share_policy) == (4, 1800.0, "fairshare")
+    assert q.weight_factors == {"team-a": 0.5, "team-b": 1.0, "team-c": 2.0}
