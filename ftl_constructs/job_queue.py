@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Arn, ArnFormat, Stack, aws_batch, aws_iam
+from aws_cdk import ArnFormat, Stack, aws_batch, aws_iam
 from constructs import Construct
 
 from jobmodel.teams import TeamsConfig
@@ -178,14 +178,11 @@ class JobQueue(Construct):
 
     def service_job_arn_pattern(self) -> str:
         """ARN of any service job in this account and region (Batch names jobs by id)."""
-        return Arn.format(
-            {
-                "service": "batch",
-                "resource": "service-job",
-                "resource_name": "*",
-                "arn_format": ArnFormat.SLASH_RESOURCE_NAME,
-            },
-            Stack.of(self),
+        return Stack.of(self).format_arn(
+            service="batch",
+            resource="service-job",
+            resource_name="*",
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
 
     def grant_submit(
