@@ -121,31 +121,9 @@ class JobQueue(Construct):
         )
         self.queue_arn: str = self.queue.attr_job_queue_arn
         self.queue_name = f"{platform_name}-training"
-        self.quota_shares: list[aws_batch.CfnQuotaShare] = []
-        if self.share_policy == "quotashare":
-            for name, instances in quota_slices(teams, settings.capacity_instances).items():
-                share = aws_batch.CfnQuotaShare(
-                    self,
-                    f"QuotaShare-{name}",
-                    quota_share_name=name,
-                    job_queue=self.queue_arn,
-                    capacity_limits=[
-                        aws_batch.CfnQuotaShare.QuotaShareCapacityLimitProperty(
-                            capacity_unit="NUM_INSTANCES", max_capacity=instances
-                        )
-                    ],
-                    resource_sharing_configuration=(
-                        aws_batch.CfnQuotaShare.QuotaShareResourceSharingConfigurationProperty(
-                            strategy="LEND_AND_BORROW"
-                        )
-                    ),
-                    preemption_configuration=(
-                        aws_batch.CfnQuotaShare.QuotaSharePreemptionConfigurationProperty(
-                            in_share_preemption="DISABLED"
-                        )
-                    ),
-                )
-                self.quota_shares.append(share)
+        self.quota_shares: list[aws_batch.CfnQuotaShare] = (
+            self._quota_shares(teams) if self.share_policy == "quotashare" else []
+        )
 
     def _policy(self, platform_name: str, teams: TeamsConfig) -> aws_batch.CfnSchedulingPolicy:
         if self.share_policy == "quotashare":
@@ -175,6 +153,34 @@ class JobQueue(Construct):
                 share_decay_seconds=3600, compute_reservation=0, share_distribution=shares
             ),
         )
+
+    def _quota_shares(self, teams: TeamsConfig) -> list[aws_batch.CfnQuotaShare]:
+        shares = []
+        for name, instances in quota_slices(teams, self.settings.capacity_instances).items():
+            shares.append(
+                aws_batch.CfnQuotaShare(
+                    self,
+                    f"QuotaShare-{name}",
+                    quota_share_name=name,
+                    job_queue=self.queue_arn,
+                    capacity_limits=[
+                        aws_batch.CfnQuotaShare.QuotaShareCapacityLimitProperty(
+                            capacity_unit="NUM_INSTANCES", max_capacity=instances
+                        )
+                    ],
+                    resource_sharing_configuration=(
+                        aws_batch.CfnQuotaShare.QuotaShareResourceSharingConfigurationProperty(
+                            strategy="LEND_AND_BORROW"
+                        )
+                    ),
+                    preemption_configuration=(
+                        aws_batch.CfnQuotaShare.QuotaSharePreemptionConfigurationProperty(
+                            in_share_preemption="DISABLED"
+                        )
+                    ),
+                )
+            )
+        return shares
 
     def service_job_arn_pattern(self) -> str:
         """ARN of any service job in this account and region (Batch names jobs by id)."""
