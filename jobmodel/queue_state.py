@@ -28,10 +28,13 @@ Precedence (:func:`merge`), so events may arrive in any order and any number of 
    move a running job back into the queue).
 2. A terminal status is final, with one exception: SageMaker's terminal status replaces a
    terminal status that came from Batch (Batch reports a stopped training job as FAILED;
-   SageMaker says Stopped). Nothing replaces a SageMaker terminal status.
-3. At equal rank the newer observation (``status_observed_ms``) wins for the reason fields;
-   identifiers (``batch_job_id``, ``training_job_name``/``arn``) and the queue times
-   (``queued_ms``, ``dequeued_ms``) are set once and never changed.
+   SageMaker says Stopped). Nothing replaces a SageMaker terminal status. At equal rank
+   SageMaker's observation beats Batch's, and then the newer one wins.
+3. ``queue_reason`` exists only while the job is ``Queued``: leaving the queue removes it
+   (the wait itself stays as ``queued_ms``/``dequeued_ms``).
+4. ``batch_status``/``batch_status_reason`` keep the furthest Batch state seen, whatever
+   the ledger status. Identifiers (``batch_job_id``, ``training_job_name``/``arn``) and
+   the queue times (``queued_ms``, ``dequeued_ms``) are set once and never changed.
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ class QueueUpdate:
             "status_observed_ms": self.observed_ms,
             "batch_job_id": self.batch_job_id,
             "batch_status": self.batch_status,
+            "batch_observed_ms": self.observed_ms,
             "queue_reason": self.queue_reason,
             "batch_status_reason": self.status_reason,
             "failure_reason": self.failure_reason,
@@ -185,34 +189,41 @@ def ledger_job_name(training_job_name: str) -> str:
 
 
 def merge(current: Mapping[str, Any] | None, update: Mapping[str, Any]) -> dict[str, Any]:
-    """The attributes to write for ``update`` on a record ``current`` (empty: nothing to do).
+    """The attributes to write for ``update`` on a record ``current`` (empty: nothing to do);
+    a ``None`` value means "remove the attribute".
 
     Both are ledger attribute maps; ``update`` carries ``status``, ``status_source``
-    (``batch``, ``sagemaker`` or ``launcher``) and ``status_observed_ms``.
+    (``batch``, ``sagemaker`` or ``launcher``) and ``status_observed_ms``. Three groups of
+    attributes, each decided on its own so the result does not depend on arrival order:
+    identifiers and queue times (set once), the status group (:func:`_wins`), and Batch's own
+    view (``batch_status``/``batch_status_reason``, the furthest Batch state seen).
     """
     cur = dict(current or {})
-    cur_status = cur.get("status")
-    new_status = update["status"]
     out: dict[str, Any] = {}
     for key in _SET_ONCE:
         if update.get(key) is not None and cur.get(key) is None:
             out[key] = update[key]
     if _wins(cur, update):
-        for key, value in update.items():
-            if key not in out and (key not in _SET_ONCE or cur.get(key) is None):
-                out[key] = value
-    elif new_status == cur_status and update.get("status_observed_ms", 0) > cur.get(
-        "status_observed_ms", 0
-    ):
-        for key in ("queue_reason", "batch_status_reason", "status_observed_ms"):
-            if update.get(key) is not None:
-                out[key] = update[key]
+        for key in _STATUS_GROUP:
+            out[key] = update.get(key)  # None removes a stale reason
+        if update["status"] != "Queued":
+            out["queue_reason"] = None  # a reason describes a waiting job only
+    if update.get("batch_status") in BATCH_STATUSES and _batch_key(update) > _batch_key(cur):
+        for key in ("batch_status", "batch_status_reason", "batch_observed_ms"):
+            out[key] = update.get(key)
     return {k: v for k, v in out.items() if cur.get(k) != v}
 
 
-_SET_ONCE = frozenset(
-    {"batch_job_id", "training_job_arn", "training_job_name", "queued_ms", "dequeued_ms"}
+_SET_ONCE = (
+    "batch_job_id",
+    "training_job_arn",
+    "training_job_name",
+    "queued_ms",
+    "dequeued_ms",
 )
+_STATUS_GROUP = ("status", "status_source", "status_observed_ms", "queue_reason", "failure_reason")
+_SOURCE_PREFERENCE = {"launcher": 0, "batch": 1, "sagemaker": 2}
+_BATCH_RANK = {s: i for i, s in enumerate(BATCH_STATUSES)} | {"FAILED": 6}
 
 
 def _rank(status: str | None) -> int:
@@ -221,17 +232,29 @@ def _rank(status: str | None) -> int:
     return _TERMINAL_RANK if status in TERMINAL_STATUSES else _RANK.get(status, -1)
 
 
+def _status_key(record: Mapping[str, Any]) -> tuple[int, int, int]:
+    return (
+        _rank(record.get("status")),
+        _SOURCE_PREFERENCE.get(record.get("status_source") or "", 0),
+        int(record.get("status_observed_ms") or 0),
+    )
+
+
+def _batch_key(record: Mapping[str, Any]) -> tuple[int, int]:
+    return (
+        _BATCH_RANK.get(record.get("batch_status") or "", -1),
+        int(record.get("batch_observed_ms") or 0),
+    )
+
+
 def _wins(cur: Mapping[str, Any], update: Mapping[str, Any]) -> bool:
-    cur_status, new_status = cur.get("status"), update["status"]
-    cur_rank, new_rank = _rank(cur_status), _rank(new_status)
-    if cur_rank == _TERMINAL_RANK:
-        return (
-            new_rank == _TERMINAL_RANK
-            and update.get("status_source") == "sagemaker"
-            and cur.get("status_source") == "batch"
-            and new_status != cur_status
-        )
-    return new_rank > cur_rank
+    """Statuses are totally ordered by (rank, source, observed time) and the greatest wins;
+    a terminal status yields only to a terminal one from a more authoritative source
+    (SageMaker over Batch), never to a later observation from the same source."""
+    new, old = _status_key(update), _status_key(cur)
+    if old[0] == _TERMINAL_RANK:
+        return new[0] == _TERMINAL_RANK and new[1] > old[1]
+    return new > old
 
 
 def _training_arn(detail: Mapping[str, Any]) -> str | None:

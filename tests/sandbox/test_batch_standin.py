@@ -203,3 +203,37 @@ def test_batch_checks_the_request(sandbox):
         batch.submit_service_job(**{**base, "jobQueue": "nope", "shareIdentifier": "a"})
     with pytest.raises(trigger_batch.NotFound):
         trigger_batch.describe(batch, "no-such-job")
+
+
+def test_stand_in_events_fold_into_the_ledger_in_any_order(sandbox):
+    """The stand-in's events, mapped and merged as the job-events path will, in reverse
+    order and twice over, leave the same ledger state as in order."""
+    from jobmodel.queue_state import merge
+
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=2)
+    done = submit(batch, q, "team-a", "fold-done")
+    stopped = submit(batch, q, "team-b", "fold-stopped")
+    tj = batch.describe_service_job(jobId=done)["latestAttempt"]["serviceResourceId"]["value"]
+    trigger_batch.terminate(batch, stopped, requested_by="bob")
+    sandbox.batch.finish_training_job(tj.rsplit("/", 1)[-1])
+    mine = [e for e in sandbox.batch.events if e["detail"]["jobId"] in (done, stopped)]
+
+    def fold(events):
+        ledger: dict[str, dict] = {}
+        for event in events:
+            update = from_service_job(event["detail"]).fields()
+            record = ledger.setdefault(event["detail"]["jobName"], {"status": "Submitting"})
+            for key, value in merge(record, update).items():
+                if value is None:
+                    record.pop(key, None)
+                else:
+                    record[key] = value
+        return ledger
+
+    forward = fold(mine)
+    assert fold(list(reversed(mine)) * 2) == forward
+    assert forward["fold-done"]["status"] == "Completed"
+    assert forward["fold-done"]["training_job_arn"] == tj
+    assert forward["fold-stopped"]["status"] == "Stopped"
+    assert "training_job_arn" not in forward["fold-stopped"]
