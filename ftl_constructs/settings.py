@@ -73,6 +73,33 @@ class ApiSettings:
     throttle_burst: int = 40
 
 
+SCHEDULERS = ("direct", "queue")
+SHARE_POLICIES = ("fairshare", "quotashare")
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """The Batch job queue (issue 10); used only when ``scheduler`` is ``queue``.
+
+    ``capacity_instances``: the service environment's limit, in instances across all jobs.
+    ``head_timeout_minutes``: a job stuck RUNNABLE at the head of the queue for a capacity or
+    quota reason is cancelled after this long (Batch allows 10 minutes to 24 hours).
+    ``share_policy``: ``fairshare`` (shares by team weight) or ``quotashare`` (each team a
+    quota of instances that it may lend and borrow). ``wait_alarm_minutes``: the dashboard's
+    alarm when a job has waited longer than this.
+    """
+
+    scheduler: str = "direct"
+    capacity_instances: int = 16
+    head_timeout_minutes: int = 120
+    share_policy: str = "fairshare"
+    wait_alarm_minutes: int = 60
+
+    @property
+    def enabled(self) -> bool:
+        return self.scheduler == "queue"
+
+
 @dataclass(frozen=True)
 class PlatformSettings:
     """Everything the stacks need, validated once."""
@@ -91,6 +118,7 @@ class PlatformSettings:
     # Price overrides, {"<region>": {"<instance type>": <USD per instance-hour>}} (FTL_PRICES).
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     lambdas: LambdaSettings = field(default_factory=LambdaSettings)
+    queue: QueueSettings = field(default_factory=QueueSettings)
 
     @property
     def input_bucket_names(self) -> tuple[str, ...]:
@@ -198,6 +226,7 @@ class PlatformSettings:
             teams=teams,
             prices=_prices(v),
             lambdas=_lambdas(v),
+            queue=_queue(v),
             api=ApiSettings(
                 throttle_rate=_int(v, "apiThrottleRate", 20, 1, 10000),
                 throttle_burst=_int(v, "apiThrottleBurst", 40, 1, 5000),
@@ -226,6 +255,11 @@ _KEYS = (
     "admins",
     "prices",
     *_LAMBDA_KEYS,
+    "scheduler",
+    "queueCapacityInstances",
+    "queueHeadTimeoutMinutes",
+    "queueSharePolicy",
+    "queueWaitAlarmMinutes",
 )
 
 # CloudWatch Logs accepts only these retention periods (days -> aws_logs.RetentionDays name).
@@ -365,6 +399,17 @@ def _lambdas(v: Mapping[str, Any]) -> LambdaSettings:
         return LambdaSettings.parse(v["lambdaRuntime"], v["snapStart"])
     except LambdaSettingsError as exc:
         raise ContextError(exc.key, exc.rule, exc.got) from None
+
+
+def _queue(v: Mapping[str, Any]) -> QueueSettings:
+    return QueueSettings(
+        scheduler=_choice(v, "scheduler", "direct", SCHEDULERS),
+        capacity_instances=_int(v, "queueCapacityInstances", 16, 1, 10_000),
+        # Batch's JobStateTimeLimitAction accepts 600 to 86400 seconds.
+        head_timeout_minutes=_int(v, "queueHeadTimeoutMinutes", 120, 10, 1440),
+        share_policy=_choice(v, "queueSharePolicy", "fairshare", SHARE_POLICIES),
+        wait_alarm_minutes=_int(v, "queueWaitAlarmMinutes", 60, 1, 10_080),
+    )
 
 
 def _network(v: Mapping[str, Any]) -> NetworkSettings:

@@ -14,10 +14,13 @@ __all__ = ["HTTP_STATUS", "JOB_STATUSES", "SAGEMAKER_STATUSES", "TERMINAL_STATUS
 # The statuses SageMaker reports for a training job (TrainingJobStatus); a job-events record
 # with any other status is malformed.
 SAGEMAKER_STATUSES: tuple[str, ...] = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
-# Every status a ledger record can hold; Submitting and FailedToStart are the launcher's own.
-# (Queued/Scheduled will join when the queue scheduler lands: append them here.)
+# Every status a ledger record can hold; Submitting and FailedToStart are the launcher's own,
+# Queued (waiting in the Batch job queue) and Scheduled (Batch handed it to SageMaker) exist
+# only in queue mode (ftl:scheduler = queue).
 JOB_STATUSES: tuple[str, ...] = (
     "Submitting",
+    "Queued",
+    "Scheduled",
     "InProgress",
     "Completed",
     "Failed",

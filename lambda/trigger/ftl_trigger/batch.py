@@ -1,0 +1,228 @@
+"""Queue mode (``FTL_SCHEDULER=queue``): training jobs go through AWS Batch service jobs.
+
+boto3 only. The launcher validates and renders the CreateTrainingJob request exactly as in
+direct mode; here it becomes a ``SubmitServiceJob`` (``serviceJobType`` ``SAGEMAKER_TRAINING``)
+on the platform's job queue. Batch checks none of the payload and creates the training job
+with its own service-linked role, so the launcher's validation stays the gate and the
+payload limit (10 KiB) is checked here before anything is sent.
+
+Parameter names and shapes follow botocore's ``batch`` model (2016-08-10): SubmitServiceJob,
+DescribeServiceJob, ListServiceJobs, TerminateServiceJob, GetJobQueueSnapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from jobmodel import NotFound, ValidationError
+from jobmodel.queue_state import STOP_REASON, from_service_job
+
+from .errors import Conflict, Throttled, UpstreamError
+
+MAX_PAYLOAD_BYTES = 10 * 1024  # Batch's limit on serviceRequestPayload
+PRIORITY_RANGE = (0, 9999)  # SubmitServiceJob schedulingPriority (higher runs first)
+SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
+DEFAULT_SHARE = "default"  # share of a single-team deployment
+# Retry what a second attempt can fix; a user error fails at once. Batch retries
+# insufficient-capacity failures by itself without using an attempt; the CapacityError rule
+# covers a capacity failure reported after the job started. At most 5 rules.
+RETRY_STRATEGY: dict[str, Any] = {
+    "attempts": 3,
+    "evaluateOnExit": [
+        {
+            "action": "RETRY",
+            "onStatusReason": "Received status from SageMaker: InternalServerError*",
+        },
+        {"action": "RETRY", "onStatusReason": "Received status from SageMaker: CapacityError*"},
+        {
+            "action": "EXIT",
+            "onStatusReason": "Received status from SageMaker: ValidationException*",
+        },
+        {"action": "EXIT", "onStatusReason": "Received status from SageMaker: AlgorithmError*"},
+        {"action": "EXIT", "onStatusReason": "*"},
+    ],
+}
+_THROTTLE_CODES = {"ThrottlingException", "TooManyRequestsException", "Throttling"}
+
+
+def batch_client_token(team: str | None, client_token: str) -> str:
+    """Batch's ``clientToken`` (1-64 chars) for a caller's token, scoped to the team."""
+    key = f"{team or DEFAULT_SHARE}\x00{client_token}".encode()
+    return hashlib.sha256(key).hexdigest()  # 64 hex characters
+
+
+def service_job_request(
+    rendered: Mapping[str, Any],
+    *,
+    job_queue: str,
+    job_name: str,
+    client_token: str,
+    team: str | None,
+    priority: int,
+    tags: Mapping[str, str] | None = None,
+    share_policy: str = "fairshare",
+) -> dict[str, Any]:
+    """The SubmitServiceJob parameters; raises ``ValidationError`` before anything is sent."""
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise ValidationError("priority", "priority must be an integer")
+    low, high = PRIORITY_RANGE
+    if not low <= priority <= high:
+        raise ValidationError("priority", f"priority must be from {low} to {high}")
+    payload = json.dumps(rendered, separators=(",", ":"), sort_keys=True)
+    size = len(payload.encode("utf-8"))
+    if size > MAX_PAYLOAD_BYTES:
+        raise ValidationError(
+            "request",
+            f"the rendered training request is {size} bytes; AWS Batch accepts at most "
+            f"{MAX_PAYLOAD_BYTES} bytes (10 KiB) in a service job, so shorten the "
+            "hyperparameters, environment or tags",
+        )
+    share = team or DEFAULT_SHARE
+    request: dict[str, Any] = {
+        "jobName": job_name,
+        "jobQueue": job_queue,
+        "serviceJobType": SERVICE_JOB_TYPE,
+        "serviceRequestPayload": payload,
+        "schedulingPriority": priority,
+        "retryStrategy": RETRY_STRATEGY,
+        "clientToken": batch_client_token(team, client_token),
+    }
+    if share_policy == "quotashare":
+        request["quotaShareName"] = share
+    else:
+        request["shareIdentifier"] = share
+    if tags:
+        request["tags"] = dict(list(tags.items())[:50])
+    return request
+
+
+def submit(client: Any, request: Mapping[str, Any]) -> dict[str, str]:
+    """Submit; ``{"jobId", "jobName", "jobArn"}``. A repeated clientToken returns the job
+    it queued the first time (found by name) instead of an error."""
+    try:
+        out = client.submit_service_job(**request)
+    except ClientError as exc:
+        if _is_token_reuse(exc):
+            found = _find_by_name(client, request["jobQueue"], request["jobName"])
+            if found is not None:
+                return found
+        raise map_error(exc, "SubmitServiceJob") from None
+    except BotoCoreError as exc:
+        raise UpstreamError(f"AWS Batch SubmitServiceJob failed: {exc}") from None
+    return {"jobId": out["jobId"], "jobName": out["jobName"], "jobArn": out.get("jobArn", "")}
+
+
+def describe(client: Any, job_id: str, *, with_position: bool = True) -> dict[str, Any]:
+    """Ledger-shaped state of a service job, with ``queue_position`` (1 = next) while it
+    waits, when Batch's queue snapshot lists it (the first 100 jobs)."""
+    try:
+        job = client.describe_service_job(jobId=job_id)
+    except ClientError as exc:
+        raise map_error(exc, "DescribeServiceJob") from None
+    except BotoCoreError as exc:
+        raise UpstreamError(f"AWS Batch DescribeServiceJob failed: {exc}") from None
+    update = from_service_job(job)
+    out = update.fields()
+    out["job_name"] = job.get("jobName")
+    if update.status == "Queued" and with_position and job.get("jobArn"):
+        position = queue_position(client, job["jobQueue"], job["jobArn"])
+        if position is not None:
+            out["queue_position"] = position
+    return out
+
+
+def queue_position(client: Any, job_queue: str, job_arn: str) -> int | None:
+    """1-based position in the queue's dispatch order, or ``None`` if not reported."""
+    try:
+        snap = client.get_job_queue_snapshot(jobQueue=job_queue)
+    except (ClientError, BotoCoreError):
+        return None  # position is a courtesy: never fail a describe for it
+    jobs = (snap.get("frontOfQueue") or {}).get("jobs") or []
+    for index, entry in enumerate(jobs, start=1):
+        if entry.get("jobArn") == job_arn:
+            return index
+    return None
+
+
+def list_jobs(
+    client: Any,
+    job_queue: str,
+    *,
+    status: str | None = None,
+    share: str | None = None,
+    next_token: str | None = None,
+    max_results: int = 100,
+) -> dict[str, Any]:
+    """One page of ListServiceJobs: ``{"jobs": [...summaries], "next_token"}``."""
+    params: dict[str, Any] = {"jobQueue": job_queue, "maxResults": max_results}
+    if status is not None:
+        params["jobStatus"] = status
+    if share is not None:
+        params["filters"] = [{"name": "SHARE_IDENTIFIER", "values": [share]}]
+    if next_token:
+        params["nextToken"] = next_token
+    try:
+        out = client.list_service_jobs(**params)
+    except ClientError as exc:
+        raise map_error(exc, "ListServiceJobs") from None
+    except BotoCoreError as exc:
+        raise UpstreamError(f"AWS Batch ListServiceJobs failed: {exc}") from None
+    return {"jobs": out.get("jobSummaryList", []), "next_token": out.get("nextToken")}
+
+
+def terminate(client: Any, job_id: str, *, requested_by: str) -> None:
+    """Terminate a service job (a queued one starts nothing). The reason starts with
+    ``STOP_REASON`` so the state mapping records ``Stopped``, not ``FailedToStart``."""
+    reason = f"{STOP_REASON} requested by {requested_by}"[:1024]
+    try:
+        client.terminate_service_job(jobId=job_id, reason=reason)
+    except ClientError as exc:
+        raise map_error(exc, "TerminateServiceJob") from None
+    except BotoCoreError as exc:
+        raise UpstreamError(f"AWS Batch TerminateServiceJob failed: {exc}") from None
+
+
+def map_error(exc: ClientError, operation: str) -> Exception:
+    """A Batch error as the contract's error. Batch has two error codes: ClientException
+    (4xx, the message says why) and ServerException (5xx)."""
+    error = exc.response.get("Error", {})
+    code = error.get("Code", "")
+    message = error.get("Message", "") or code
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    if code in _THROTTLE_CODES or status == 429:
+        return Throttled(f"AWS Batch is throttling {operation}; retry with backoff")
+    if code == "ClientException":
+        text = message.lower()
+        # a job that is gone is the caller's NotFound; a missing queue is the platform's fault
+        missing = "does not exist" in text or "not found" in text
+        if missing and operation != "SubmitServiceJob":
+            return NotFound(f"AWS Batch {operation}: {message}")
+        if _is_token_reuse(exc):
+            return Conflict(f"AWS Batch {operation}: {message}")
+        return UpstreamError(f"AWS Batch refused {operation}: {message}")
+    return UpstreamError(f"AWS Batch {operation} failed ({code or status}): {message}")
+
+
+def _is_token_reuse(exc: ClientError) -> bool:
+    message = (exc.response.get("Error", {}).get("Message") or "").lower()
+    return exc.response.get("Error", {}).get("Code") == "ClientException" and (
+        "clienttoken" in message or "idempoten" in message
+    )
+
+
+def _find_by_name(client: Any, job_queue: str, job_name: str) -> dict[str, str] | None:
+    try:
+        out = client.list_service_jobs(
+            jobQueue=job_queue, filters=[{"name": "JOB_NAME", "values": [job_name]}]
+        )
+    except (ClientError, BotoCoreError):
+        return None
+    for job in out.get("jobSummaryList", []):
+        if job.get("jobName") == job_name:
+            return {"jobId": job["jobId"], "jobName": job_name, "jobArn": job.get("jobArn", "")}
+    return None

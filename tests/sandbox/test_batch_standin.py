@@ -1,0 +1,239 @@
+"""The Batch service-job stand-in, driven by boto3's real batch client on the sandbox endpoint.
+
+These tests need no deployed platform (they do not use the session's ``deployed`` fixture):
+one sandbox with the stand-in, a queue per test.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+import pytest
+
+from jobmodel.queue_state import from_service_job
+from sandbox.batch import BatchStandIn
+from sandbox.batch_api import BatchSandbox
+from tests.lambda_support import ROOT
+
+sys.path.insert(0, str(ROOT / "lambda" / "trigger"))
+from ftl_trigger import batch as trigger_batch  # noqa: E402
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def sandbox():
+    clock = Clock()
+    with BatchSandbox(standin=BatchStandIn(clock=clock)) as sb:
+        sb.clock = clock
+        yield sb
+
+
+def _client(sandbox, service):
+    return boto3.client(
+        service,
+        endpoint_url=sandbox.endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def payload(name: str, instances: int = 2) -> dict:
+    return {
+        "TrainingJobName": name,
+        "RoleArn": "arn:aws:iam::123456789012:role/ftl-train",
+        "AlgorithmSpecification": {
+            "TrainingImage": "123456789012.dkr.ecr.us-east-1.amazonaws.com/x:1",
+            "TrainingInputMode": "File",
+        },
+        "OutputDataConfig": {"S3OutputPath": "s3://out/"},
+        "ResourceConfig": {
+            "InstanceType": "ml.p4d.24xlarge",
+            "InstanceCount": instances,
+            "VolumeSizeInGB": 50,
+        },
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+    }
+
+
+def queue(sandbox, **kw) -> str:
+    name = f"q-{uuid.uuid4().hex[:8]}"
+    kw.setdefault("capacity", 4)
+    sandbox.batch.create_queue(name, **kw)
+    return name
+
+
+def submit(client, q, team, name, *, token=None, instances=2, priority=0):
+    req = trigger_batch.service_job_request(
+        payload(name, instances),
+        job_queue=q,
+        job_name=name,
+        client_token=token or name,
+        team=team,
+        priority=priority,
+        tags={"ftl:team": team},
+    )
+    return trigger_batch.submit(client, req)["jobId"]
+
+
+def test_capacity_then_fair_share_order(sandbox):
+    batch, sm = _client(sandbox, "batch"), _client(sandbox, "sagemaker")
+    q = queue(sandbox)
+    ids = {}
+    for team in ("team-a", "team-b", "team-c"):
+        for i in (1, 2):
+            ids[f"{team}-{i}"] = submit(batch, q, team, f"{team}-job{i}")
+    state = {k: batch.describe_service_job(jobId=v) for k, v in ids.items()}
+    assert [k for k, d in state.items() if d["status"] == "SCHEDULED"] == ["team-a-1", "team-a-2"]
+    for k in ("team-b-1", "team-b-2", "team-c-1", "team-c-2"):
+        assert state[k]["status"] == "RUNNABLE"
+        assert from_service_job(state[k]).queue_reason == "waiting for capacity"
+    running = batch.list_service_jobs(jobQueue=q, jobStatus="SCHEDULED")["jobSummaryList"]
+    assert {j["jobId"] for j in running} == {ids["team-a-1"], ids["team-a-2"]}
+    # The moto training job exists, created from the stored payload, as Batch names it.
+    arn = state["team-a-1"]["latestAttempt"]["serviceResourceId"]["value"]
+    tj = sm.describe_training_job(TrainingJobName=arn.rsplit("/", 1)[-1])
+    assert tj["TrainingJobName"].startswith("AWSBatchteam-a-job1")
+    assert tj["ResourceConfig"]["InstanceCount"] == 2 and tj["TrainingJobStatus"] == "InProgress"
+    snapshot = batch.get_job_queue_snapshot(jobQueue=q)["frontOfQueue"]["jobs"]
+    fair = ["team-b-1", "team-c-1", "team-b-2", "team-c-2"]  # FIFO would be b1, b2, c1, c2
+    assert [j["jobArn"].rsplit("/", 1)[-1] for j in snapshot] == [ids[k] for k in fair]
+    assert trigger_batch.queue_position(batch, q, state["team-c-1"]["jobArn"]) == 2
+
+    sandbox.batch.run_training_job(arn.rsplit("/", 1)[-1])
+    assert batch.describe_service_job(jobId=ids["team-a-1"])["status"] == "RUNNING"
+    started = []
+    for done in ("team-a-1", "team-a-2", "team-b-1", "team-c-1"):
+        name = batch.describe_service_job(jobId=ids[done])["latestAttempt"]["serviceResourceId"]
+        sandbox.batch.finish_training_job(name["value"].rsplit("/", 1)[-1])
+        assert batch.describe_service_job(jobId=ids[done])["status"] == "SUCCEEDED"
+        now = {k: batch.describe_service_job(jobId=v)["status"] for k, v in ids.items()}
+        started += [k for k in fair if now[k] == "SCHEDULED" and k not in started]
+    assert started == fair
+    events = [e for e in sandbox.batch.events if e["detail"]["jobId"] == ids["team-b-1"]]
+    assert [e["detail"]["status"] for e in events] == ["RUNNABLE", "SCHEDULED", "SUCCEEDED"]
+    first = [
+        e["detail"]["status"]
+        for e in sandbox.batch.events
+        if e["detail"]["jobId"] == ids["team-a-1"]
+    ]
+    assert first == ["RUNNABLE", "SCHEDULED", "RUNNING", "SUCCEEDED"]
+    assert all("serviceRequestPayload" not in e["detail"] for e in events)
+    assert events[0]["detail-type"] == "Batch Service Job State Change"
+
+
+def test_terminating_a_queued_job_starts_nothing(sandbox):
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=2)
+    first = submit(batch, q, "team-a", "runner")
+    waiting = submit(batch, q, "team-b", "waiter")
+    trigger_batch.terminate(batch, waiting, requested_by="alice")
+    out = batch.describe_service_job(jobId=waiting)
+    assert out["status"] == "FAILED" and out["isTerminated"] and "latestAttempt" not in out
+    assert from_service_job(out).status == "Stopped"
+    name = batch.describe_service_job(jobId=first)["latestAttempt"]["serviceResourceId"]["value"]
+    sandbox.batch.finish_training_job(name.rsplit("/", 1)[-1])
+    assert batch.describe_service_job(jobId=waiting)["status"] == "FAILED"
+    assert batch.list_service_jobs(jobQueue=q, jobStatus="SCHEDULED")["jobSummaryList"] == []
+
+
+def test_twenty_concurrent_duplicates_queue_one_job(sandbox):
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=2)
+    submit(batch, q, "team-a", "blocker")
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        ids = set(pool.map(lambda _: submit(batch, q, "team-b", "dup", token="same"), range(20)))
+    assert len(ids) == 1
+    jobs = batch.list_service_jobs(jobQueue=q, jobStatus="RUNNABLE")["jobSummaryList"]
+    assert [j["jobName"] for j in jobs] == ["dup"]
+    # same token, different parameters: Batch refuses (the trigger maps it to Conflict)
+    with pytest.raises(trigger_batch.Conflict):
+        submit(batch, q, "team-b", "other-name", token="same")
+
+
+def test_head_of_queue_time_limit_cancels_with_reason(sandbox):
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=4, head_timeout_s=600)
+    small = submit(batch, q, "team-a", "small", instances=2)
+    big = submit(batch, q, "team-b", "too-big", instances=4)
+    behind = submit(batch, q, "team-c", "behind", instances=2)
+    assert batch.describe_service_job(jobId=big)["status"] == "RUNNABLE"
+    assert batch.describe_service_job(jobId=behind)["status"] == "RUNNABLE"  # no backfill
+    sandbox.clock.now += 601
+    out = batch.describe_service_job(jobId=big)
+    assert out["status"] == "FAILED" and out["isTerminated"]
+    assert "head of queue" in out["statusReason"]
+    update = from_service_job(out)
+    assert update.status == "FailedToStart" and update.failure_reason == out["statusReason"]
+    assert batch.describe_service_job(jobId=behind)["status"] == "SCHEDULED"
+    assert batch.describe_service_job(jobId=small)["status"] == "SCHEDULED"
+
+
+def test_batch_checks_the_request(sandbox):
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox)
+    base = {
+        "jobName": "x",
+        "jobQueue": q,
+        "serviceJobType": "SAGEMAKER_TRAINING",
+        "serviceRequestPayload": json.dumps(payload("x")),
+    }
+    with pytest.raises(batch.exceptions.ClientException, match="shareIdentifier is required"):
+        batch.submit_service_job(**base)
+    with pytest.raises(batch.exceptions.ClientException, match="exceeds 10240"):
+        batch.submit_service_job(
+            **{
+                **base,
+                "shareIdentifier": "a",
+                "serviceRequestPayload": json.dumps({"x": "y" * 10240}),
+            }
+        )
+    with pytest.raises(batch.exceptions.ClientException, match="does not exist"):
+        batch.submit_service_job(**{**base, "jobQueue": "nope", "shareIdentifier": "a"})
+    with pytest.raises(trigger_batch.NotFound):
+        trigger_batch.describe(batch, "no-such-job")
+
+
+def test_stand_in_events_fold_into_the_ledger_in_any_order(sandbox):
+    """The stand-in's events, mapped and merged as the job-events path will, in reverse
+    order and twice over, leave the same ledger state as in order."""
+    from jobmodel.queue_state import merge
+
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=2)
+    done = submit(batch, q, "team-a", "fold-done")
+    stopped = submit(batch, q, "team-b", "fold-stopped")
+    tj = batch.describe_service_job(jobId=done)["latestAttempt"]["serviceResourceId"]["value"]
+    trigger_batch.terminate(batch, stopped, requested_by="bob")
+    sandbox.batch.finish_training_job(tj.rsplit("/", 1)[-1])
+    mine = [e for e in sandbox.batch.events if e["detail"]["jobId"] in (done, stopped)]
+
+    def fold(events):
+        ledger: dict[str, dict] = {}
+        for event in events:
+            update = from_service_job(event["detail"]).fields()
+            record = ledger.setdefault(event["detail"]["jobName"], {"status": "Submitting"})
+            for key, value in merge(record, update).items():
+                if value is None:
+                    record.pop(key, None)
+                else:
+                    record[key] = value
+        return ledger
+
+    forward = fold(mine)
+    assert fold(list(reversed(mine)) * 2) == forward
+    assert forward["fold-done"]["status"] == "Completed"
+    assert forward["fold-done"]["training_job_arn"] == tj
+    assert forward["fold-stopped"]["status"] == "Stopped"
+    assert "training_job_arn" not in forward["fold-stopped"]
