@@ -14,5 +14,12 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "sagemaker": ("CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob"),
     "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query"),
     # The queue scheduler's service jobs (SageMaker training jobs run through AWS Batch).
-    "batch": ("SubmitServiceJob", "DescribeServiceJob", "ListServiceJobs", "TerminateServiceJob"),
+    # GetJobQueueSnapshot gives a queued job's position.
+    "batch": (
+        "SubmitServiceJob",
+        "DescribeServiceJob",
+        "ListServiceJobs",
+        "TerminateServiceJob",
+        "GetJobQueueSnapshot",
+    ),
 }
