@@ -80,6 +80,8 @@ class JobEvents(Construct):
             "Handler",
             description="Fine-tuning job state changes -> ledger and SNS",
             code_dir=ROOT / "lambda" / "job_events",
+            # The handler reads statuses, prices and the usage rules from the job model.
+            packages=[ROOT / "jobmodel"],
             encryption_key=encryption_key,
             log_retention=log_retention,
             environment={
@@ -91,7 +93,12 @@ class JobEvents(Construct):
         )
         self.function = self.handler.function
         self.handler.policy.add_statements(
-            iam.PolicyStatement(actions=["dynamodb:UpdateItem"], resources=[table.table_arn]),
+            # Read the job and the team's usage item; update both (in one transaction when a
+            # terminal state gives a team's usage back).
+            iam.PolicyStatement(
+                actions=["dynamodb:GetItem", "dynamodb:UpdateItem"],
+                resources=[table.table_arn],
+            ),
             iam.PolicyStatement(actions=["sns:Publish"], resources=[self.topic.topic_arn]),
         )
 

@@ -99,7 +99,8 @@ class PlatformConfig:
     def from_env(cls, env: Mapping[str, str]) -> PlatformConfig:
         """Build from the trigger Lambda's environment (``FTL_*`` variables).
 
-        Required: ``FTL_REGION`` (or ``AWS_REGION``), ``FTL_ROLE_ARN``, ``FTL_DATA_BUCKET``,
+        Required: ``FTL_REGION`` (or ``AWS_REGION``), ``FTL_ROLE_ARN`` (unless ``FTL_TEAM_ROLES``
+        names a role per team), ``FTL_DATA_BUCKET``,
         ``FTL_CHECKPOINT_BUCKET``, ``FTL_ARTIFACT_BUCKET``, ``FTL_SOURCE_S3_URI``.
         Optional: ``FTL_KMS_KEY_ARN`` (empty means none), ``FTL_SUBNETS`` and
         ``FTL_SECURITY_GROUPS`` (comma-separated; subnets need security groups),
@@ -144,7 +145,12 @@ class PlatformConfig:
             )
         return cls(
             region=region,
-            role_arn=required("FTL_ROLE_ARN"),
+            # A teams deployment has one role per team (FTL_TEAM_ROLES) and no shared one.
+            role_arn=(
+                env.get("FTL_ROLE_ARN") or ""
+                if env.get("FTL_TEAM_ROLES")
+                else required("FTL_ROLE_ARN")
+            ),
             data_bucket=required("FTL_DATA_BUCKET"),
             checkpoint_bucket=required("FTL_CHECKPOINT_BUCKET"),
             artifact_bucket=required("FTL_ARTIFACT_BUCKET"),
