@@ -117,7 +117,8 @@ class SubmitFlow:
                 f"unknown ({reason}); choose a priced instance type or ask the platform team "
                 "to add the price (ftl:prices)",
             )
-        usage = self._ledger_call(self.usage.current, team.name)
+        read = self.usage.peek if req.dry_run else self.usage.current
+        usage = self._ledger_call(read, team.name)
         return Q.check_limits(
             limits, usage, team=team.name, count=req.instance_count, estimate=estimate
         )

@@ -35,6 +35,10 @@ class TeamUsage:
             item = self.ledger.get_usage(team)
         return Q.Usage.from_item(item, month)
 
+    def peek(self, team: str) -> Q.Usage:
+        """This month's usage, read only (a dry run writes nothing, not even the item)."""
+        return Q.Usage.from_item(self.ledger.get_usage(team), self.month())
+
     def release_update(self, job: Mapping[str, Any], cost: float | None) -> dict[str, Any]:
         """The usage half of a job's end, for this month (starting the month if needed)."""
         self.current(job["team"])

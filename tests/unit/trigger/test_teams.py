@@ -296,8 +296,9 @@ def test_dry_run_checks_everything_and_writes_nothing(capped, prefix):
     refused = capped(job(prefix, dry_run=True, max_runtime_seconds=11 * 3600), alias="team-beta")
     assert refused["error"]["type"] == "QuotaExceeded"
     assert capped.jobs_named("beta-" + prefix) == []
-    after = [i for i in capped.ledger_items() if not i["pk"]["S"].startswith(("usage#", "secret#"))]
-    assert after == [i for i in before if not i["pk"]["S"].startswith(("usage#", "secret#"))]
+    # Nothing at all: not even the team's usage item, which this team's first call creates.
+    assert not [i for i in before if i["pk"]["S"] == "usage#beta"]
+    assert capped.ledger_items() == before
 
 
 def test_a_failed_start_gives_the_instances_back(capped, prefix, monkeypatch):
