@@ -13,7 +13,8 @@ import re
 import unicodedata
 from typing import Any
 
-# SageMaker / CreateTrainingJob limits (REFERENCE.md, botocore sagemaker 2017-07-24 model).
+# SageMaker / CreateTrainingJob limits (the botocore sagemaker 2017-07-24 model; SageMaker's
+# MaxRuntimeInSeconds cap is 28 days).
 MAX_RUNTIME_LIMIT = 2_419_200  # 28 days
 MAX_HYPERPARAMETERS = 100
 MAX_HYPERPARAMETER_LENGTH = 256  # key and encoded value

@@ -36,7 +36,8 @@ __all__ = [
 # Hyperparameter keys the renderer owns; a template may not set them.
 RESERVED_HYPERPARAMETERS = frozenset({"mp_parameters"})
 RESERVED_HYPERPARAMETER_PREFIX = "sagemaker_"
-# Script-mode keys added to every job, and the extra keys per distribution (REFERENCE.md).
+# Script-mode keys added to every job, and the extra keys per distribution: the SageMaker
+# Python SDK v2 estimator's encoding, which the Hugging Face training toolkit reads.
 SCRIPT_MODE_KEYS = (
     "sagemaker_program",
     "sagemaker_submit_directory",

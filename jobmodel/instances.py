@@ -1,20 +1,21 @@
 """The instance catalog: the one place that knows what each training instance type offers.
 
-Sources, per column (``../shared/REFERENCE.md`` is the project's fact sheet):
+Sources, per column (the facts are written here, with where each comes from):
 
-* ``efa``: REFERENCE.md gives the SageMaker Python SDK's EFA list (g4dn.8xlarge,
+* ``efa``: the SageMaker Python SDK v2's EFA list (g4dn.8xlarge,
   g4dn.12xlarge, g5.48xlarge, p3dn.24xlarge, p4d.24xlarge, p4de.24xlarge,
   p5.48xlarge, trn1.32xlarge) and, as newer AWS facts, p5e.48xlarge,
   p5en.48xlarge, trn1n.32xlarge, trn2.48xlarge and p6-b200.48xlarge.
   g6.48xlarge is marked EFA from the newer AWS facts (EC2 lists EFA for the large
   G6 sizes); the smaller g5/g6 sizes stay non-EFA because the SDK list, which is
   what SageMaker is known to wire up, does not name them.
-* ``gpudirect_rdma``: REFERENCE.md (p4d, p4de, trn1.32xlarge, the p5 family);
+* ``gpudirect_rdma``: AWS instance specs (p4d, p4de, trn1.32xlarge, the p5 family);
   trn1n, trn2 and p6-b200 from the newer AWS facts (same fabric generation).
-* ``smddp``: REFERENCE.md and the SDK's ``SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES``
+* ``smddp``: the SDK's ``SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES``
   (p3.16xlarge, p3dn.24xlarge, p4d.24xlarge, p4de.24xlarge); p5 is *not* in the
   SDK v2 check, so it is not marked here.
-* ``local_nvme``: REFERENCE.md names p4d, p4de, the p5 family, g4dn and g5; AWS
+* ``local_nvme``: SageMaker's CreateTrainingJob rule that ``VolumeKmsKeyId`` is not allowed
+  on instance types with local NVMe storage (p4d, p4de, the p5 family, g4dn, g5); AWS
   instance specs add p3dn, g6, trn1/trn1n/trn2 and p6-b200. SageMaker rejects
   ``VolumeKmsKeyId`` on these (their storage is encrypted by the hardware).
   p3 (non-dn), c5 and m5 use EBS only.
@@ -128,12 +129,12 @@ _CATALOG: tuple[InstanceType, ...] = (
 SMDDP_TYPES = frozenset(
     {"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge"}
 )
-# EFA: the SDK's EFA list (REFERENCE.md: g4dn.8xlarge/12xlarge, g5.48xlarge, p3dn, p4d, p4de,
+# EFA: the SDK's EFA list (g4dn.8xlarge/12xlarge, g5.48xlarge, p3dn, p4d, p4de,
 # p5, trn1.32xlarge) plus AWS's SageMaker/EC2 EFA-supported types for the newer families
 # (p5e, p5en, p6-b200, trn1n, trn2, g6.48xlarge).
 EFA_TYPES = frozenset(i.name for i in _CATALOG if i.efa)
 # GPUDirect RDMA over EFA (FI_EFA_USE_DEVICE_RDMA=1): AWS instance specs (p4d, p4de, the p5
-# family, p6-b200, trn1.32xlarge/trn1n/trn2); REFERENCE.md for p4d, p4de, trn1 and p5.
+# family, p6-b200, trn1.32xlarge/trn1n/trn2).
 RDMA_TYPES = frozenset(i.name for i in _CATALOG if i.gpudirect_rdma)
 if {i.name for i in _CATALOG if i.smddp} != SMDDP_TYPES:  # pragma: no cover - edit guard
     raise AssertionError("instance catalog smddp marks differ from SMDDP_TYPES")

@@ -1,4 +1,4 @@
-"""The instance catalog against REFERENCE.md's facts."""
+"""The instance catalog against the facts and sources in jobmodel/instances.py's docstring."""
 
 from __future__ import annotations
 
