@@ -15,6 +15,7 @@ this module starts is named ``nlp-...`` or ``vision-...`` (the team prefix).
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.error
 import urllib.request
@@ -146,6 +147,9 @@ class Teams:
 @pytest.fixture(scope="module")
 def teams(deployed):
     """One teams deploy for the module, into the session's moto server."""
+    # The sandbox loads a function with os.environ.update(its environment): put back what was
+    # here, so a single-team function loaded later never sees this deploy's FTL_TEAMS.
+    saved = dict(os.environ)
     started = time.perf_counter()
     outputs = deploy(deployed.endpoint, context=CONTEXT)
     print(f"\nteams deploy: {time.perf_counter() - started:.1f}s")
@@ -158,6 +162,8 @@ def teams(deployed):
         identities=CALLERS,
     ) as api:
         yield Teams(deployed.endpoint, outputs, api)
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def test_outputs_name_the_team_and_admin_doors(teams):
