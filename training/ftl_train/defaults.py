@@ -44,6 +44,7 @@ class Performance:
     pad_to_multiple_of: int | None
     torch_compile: bool
     cuda: bool = False
+    gradient_checkpointing: bool = False
     notes: tuple[str, ...] = ()
 
 
@@ -56,6 +57,25 @@ def fused_adamw_available() -> bool:
         return False
     known = {o.value for o in OptimizerNames}
     return "adamw_torch_fused" in known and int(torch.__version__.split(".")[0]) >= 2
+
+
+def flash_attention_available() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("flash_attn") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def resolve_attention(requested: str, caps: DeviceCaps, half: bool) -> str:
+    """``auto``: FlashAttention-2 on a CUDA GPU in 16-bit when the package is installed, else
+    SDPA (PyTorch's fused kernels). Both keep packed rows apart through their position ids."""
+    if requested != "auto":
+        return requested
+    if caps.cuda and half and flash_attention_available():
+        return "flash_attention_2"
+    return "sdpa"
 
 
 def resolve(hp: Hyperparameters, caps: DeviceCaps) -> Performance:
@@ -93,7 +113,7 @@ def resolve(hp: Hyperparameters, caps: DeviceCaps) -> Performance:
         fp16=bool(fp16),
         tf32=tf32,
         optim=optim,
-        attn_implementation=hp.attn_implementation,
+        attn_implementation=resolve_attention(hp.attn_implementation, caps, bool(bf16 or fp16)),
         pad_to_max_length=hp.pad_to_max_length,
         group_by_length=bool(hp.group_by_length and not hp.pad_to_max_length),
         dataloader_num_workers=int(workers),
@@ -101,5 +121,8 @@ def resolve(hp: Hyperparameters, caps: DeviceCaps) -> Performance:
         pad_to_multiple_of=pad_multiple,
         torch_compile=hp.torch_compile,
         cuda=caps.cuda,
+        gradient_checkpointing=(
+            bool(hp.fsdp) if hp.gradient_checkpointing is None else hp.gradient_checkpointing
+        ),
         notes=tuple(notes),
     )
