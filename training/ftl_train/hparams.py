@@ -178,7 +178,12 @@ SPECS: tuple[Spec, ...] = (
         "data loader worker processes (auto: 2 on CUDA, 0 on CPU)",
         nullable=True,
     ),
-    Spec("torch_compile", "bool", False, "compile the model with torch.compile"),
+    Spec(
+        "torch_compile",
+        "tristate",
+        None,
+        "compile the model with torch.compile (auto: on for single-GPU-node full SFT on CUDA)",
+    ),
     # Extras beyond the launcher's list; all optional.
     Spec("lr_scheduler_type", "str", "linear", "learning-rate schedule (HF Trainer names)"),
     Spec("max_grad_norm", "float", 1.0, "gradient clipping norm (0 disables)"),

@@ -170,10 +170,22 @@ def load_data(hp: Hyperparameters, plan: DataPlan) -> tuple[Any, Any]:
 # ---------------------------------------------------------------- model
 
 
+def weight_dtype(hp: Hyperparameters, perf: Performance) -> Any:
+    """float32 weights for full fine-tuning (bf16/fp16 autocast computes, the optimizer updates
+    fp32 master weights); the frozen base of LoRA in the 16-bit compute dtype. Explicit because
+    transformers 5 would otherwise keep a checkpoint's own dtype (usually bf16) for training."""
+    import torch
+
+    if hp.peft == "none":
+        return torch.float32
+    return torch.bfloat16 if perf.bf16 else torch.float16 if perf.fp16 else torch.float32
+
+
 def load_model(hp: Hyperparameters, model_path: str, perf: Performance, model_kwargs: dict) -> Any:
     auto = model_auto_class(hp.task)
     kwargs = dict(model_kwargs)
     kwargs.update(lora.quantization_kwargs(hp))
+    kwargs.setdefault("dtype", weight_dtype(hp, perf))
     attn = perf.attn_implementation
     try:
         model = auto.from_pretrained(model_path, attn_implementation=attn, **kwargs)
