@@ -196,8 +196,12 @@ def load_model(hp: Hyperparameters, model_path: str, perf: Performance, model_kw
             "attn_implementation=%s is not available for this model (%s); using eager", attn, exc
         )
         model = auto.from_pretrained(model_path, attn_implementation="eager", **kwargs)
-    if hp.task in ("clm", "sft") and getattr(model.config, "pad_token_id", None) is None:
-        model.config.pad_token_id = model.config.eos_token_id
+    if hp.task in ("clm", "sft"):
+        if getattr(model.config, "pad_token_id", None) is None:
+            model.config.pad_token_id = model.config.eos_token_id
+        # No KV cache while training: with one, transformers skips its packed-sequence mask
+        # and packed examples would attend to each other. Switched back on before the final save.
+        model.config.use_cache = False
     return model
 
 
@@ -524,6 +528,8 @@ def main(
     if run.task.eval is not None:
         results.update(trainer.evaluate())
 
+    if run.hp.task in ("clm", "sft"):
+        trainer.accelerator.unwrap_model(trainer.model).config.use_cache = True  # for generation
     if run.hp.peft != "none":
         lora.save_final(
             trainer, run.tokenizer, run.sm.model_dir, run.model_path, run.hp.merge_adapter
