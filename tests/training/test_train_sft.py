@@ -166,3 +166,28 @@ def test_mfu_uses_the_peak_table_and_refuses_to_guess():
     assert throughput.flops_per_token(lin) == 6 * 16
     lin.weight.requires_grad_(False)
     assert throughput.flops_per_token(lin) == 4 * 16
+
+
+# The hyperparameters the llm-sft, llm-sft-fsdp, llm-lora and llm-smp-v2 templates pass.
+RECIPE_NAMES = [
+    "task", "model_name_or_path", "dataset_format", "max_seq_length", "packing",
+    "completion_only_loss", "peft", "lora_r", "lora_alpha", "lora_dropout",
+    "lora_target_modules", "merge_adapter", "fsdp", "fsdp_transformer_layer_cls_to_wrap",
+    "gradient_checkpointing", "attn_implementation", "bf16", "optim",
+]  # fmt: skip
+
+
+def test_every_recipe_hyperparameter_is_supported_with_its_documented_default():
+    assert set(RECIPE_NAMES) <= set(hparams.SPEC_BY_NAME)
+    hp = hparams.parse(["--task", "sft"])
+    assert (hp.dataset_format, hp.packing, hp.completion_only_loss, hp.peft) == (
+        "auto",
+        True,
+        True,
+        "none",
+    )
+    assert (hp.lora_target_modules, hp.merge_adapter, hp.fsdp) == ("all-linear", False, None)
+    assert hp.attn_implementation == "auto"
+    # toolkit-style string values, as the SageMaker SDK sends them
+    hp = hparams.parse(["--task", "sft", "--packing", "False", "--peft", '"lora"', "--lora_r", "8"])
+    assert (hp.packing, hp.peft, hp.lora_r) == (False, "lora", 8)

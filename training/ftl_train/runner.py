@@ -214,6 +214,42 @@ def _training_fields() -> set[str]:
     return {f.name for f in dataclasses.fields(TrainingArguments)}
 
 
+def _report_to(sm: SageMakerEnv) -> str:
+    """TensorBoard when the template asked for its output folder and the package is there."""
+    if not sm.tensorboard_dir:
+        return "none"
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return "none"
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", sm.tensorboard_dir)
+    return "tensorboard"
+
+
+def _sharding_and_checkpointing(
+    hp: Hyperparameters, perf: Performance, environ: Mapping[str, str], fields: set[str]
+) -> dict[str, Any]:
+    """FSDP fields (with FSDP's own activation checkpointing) or the Trainer's checkpointing."""
+    kw: dict[str, Any] = {}
+    fsdp = parallel.fsdp_training_args(
+        parallel.smp_v2_fsdp_options(environ, hp),
+        hp.fsdp_transformer_layer_cls_to_wrap,
+        perf.gradient_checkpointing,
+    )
+    kw.update(fsdp)
+    # transformers 5 renamed gradient_checkpointing to activation_checkpointing; under FSDP
+    # the checkpointing is FSDP's own (fsdp_config), the Trainer's would all-gather twice.
+    kw[
+        "activation_checkpointing"
+        if "activation_checkpointing" in fields
+        else "gradient_checkpointing"
+    ] = bool(perf.gradient_checkpointing and not fsdp)
+    if perf.gradient_checkpointing and not fsdp:
+        ck = "activation_checkpointing_kwargs"
+        kw[ck if ck in fields else "gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    return kw
+
+
 def build_training_arguments(
     hp: Hyperparameters,
     perf: Performance,
@@ -241,15 +277,7 @@ def build_training_arguments(
     bare = metric[len("eval_") :] if metric.startswith("eval_") else metric
     greater = not (bare.endswith("loss") or bare.endswith("perplexity"))
 
-    report_to = "none"
-    if sm.tensorboard_dir:
-        try:
-            import tensorboard  # noqa: F401
-
-            report_to = "tensorboard"
-            os.environ.setdefault("TENSORBOARD_LOGGING_DIR", sm.tensorboard_dir)
-        except ImportError:
-            pass
+    report_to = _report_to(sm)
 
     kw: dict[str, Any] = dict(
         output_dir=checkpoint_dir,
@@ -300,22 +328,7 @@ def build_training_arguments(
         kw["warmup_steps"] = hp.warmup_ratio  # transformers 5: a float < 1 is a ratio
     if report_to == "tensorboard" and "logging_dir" in fields:
         kw["logging_dir"] = sm.tensorboard_dir
-    fsdp = parallel.fsdp_training_args(
-        parallel.smp_v2_fsdp_options(environ or os.environ, hp),
-        hp.fsdp_transformer_layer_cls_to_wrap,
-        perf.gradient_checkpointing,
-    )
-    kw.update(fsdp)
-    # transformers 5 renamed gradient_checkpointing to activation_checkpointing; under FSDP
-    # the checkpointing is FSDP's own (fsdp_config), the Trainer's would all-gather twice.
-    kw[
-        "activation_checkpointing"
-        if "activation_checkpointing" in fields
-        else "gradient_checkpointing"
-    ] = bool(perf.gradient_checkpointing and not fsdp)
-    if perf.gradient_checkpointing and not fsdp:
-        ck = "activation_checkpointing_kwargs"
-        kw[ck if ck in fields else "gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    kw.update(_sharding_and_checkpointing(hp, perf, environ or os.environ, fields))
     if not perf.cuda:
         # Said outright: bf16 autocast on a CPU wants it, and so does a multi-process CPU run
         # (gloo), which accelerate otherwise sets up as a single process.
