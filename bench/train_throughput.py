@@ -1,6 +1,11 @@
 """Training throughput of the shipped entrypoint: the seed's settings against its tuned defaults.
 
     python bench/train_throughput.py [--config auto|tiny|bert-large] [--steps N] [--json PATH]
+    python bench/train_throughput.py --task sft [--config auto|tiny|llama-1b] [--json PATH]
+
+``--task sft`` measures causal-LM SFT (``bench/sft_throughput.py``): the shipped defaults
+against a plain configuration (fp32, no packing, eager attention), tokens/s and MFU.
+The default, ``--task qa``, is the seed comparison below.
 
 Both runs go through ``training/ftl_train`` itself (``runner.prepare_run``: the same
 hyperparameter parsing, performance defaults, tokenization, collator, sampler and
@@ -59,18 +64,6 @@ CONFIGS = {
         steps_seed=16, steps_tuned=6, warmup=2,
     ),
 }  # fmt: skip
-
-# Dense bf16/fp16 tensor-core peak, TFLOP/s (vendor data sheets, no sparsity).
-GPU_PEAK_TFLOPS = {
-    "H200": 989.0,
-    "H100": 989.0,  # SXM; the PCIe card is lower (756)
-    "A100": 312.0,
-    "A10G": 70.0,
-    "L40S": 362.0,
-    "L4": 121.0,
-    "V100": 125.0,
-    "T4": 65.0,
-}
 
 
 @dataclass
@@ -205,10 +198,12 @@ def peak_flops(cuda: bool) -> tuple[float | None, str]:
     import torch
 
     if cuda:
+        from ftl_train.throughput import peak_flops as gpu_peak
+
         name = torch.cuda.get_device_name()
-        for key, tflops in GPU_PEAK_TFLOPS.items():
-            if key in name:
-                return tflops * 1e12, f"{name}: {tflops:.0f} TFLOP/s dense 16-bit peak"
+        peak = gpu_peak(name)
+        if peak:
+            return peak, f"{name}: {peak / 1e12:.0f} TFLOP/s dense 16-bit peak"
         return None, f"{name}: peak unknown, MFU n/a"
     cores = torch.get_num_threads()
     ghz, flags = None, ""
@@ -341,7 +336,8 @@ def print_table(results: list[Result], note: str, cfg_name: str, device: str) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", choices=["auto", *CONFIGS], default="auto")
+    parser.add_argument("--task", choices=["qa", "sft"], default="qa")
+    parser.add_argument("--config", choices=["auto", *CONFIGS, "llama-1b"], default="auto")
     parser.add_argument(
         "--steps",
         type=int,
@@ -354,8 +350,27 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="alternate seed/tuned runs this many times, keep each one's best (CPU 2, GPU 1)",
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="sft: also run the defaults with these overrides (a JSON object); repeatable",
+    )
+    parser.add_argument("--skip-plain", action="store_true", help="sft: leave the plain run out")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
+    if args.task == "sft":
+        try:
+            from bench import sft_throughput
+        except ImportError:  # run as a script from bench/
+            import sft_throughput  # type: ignore[no-redef]
+
+        if args.config not in ("auto", *sft_throughput.CONFIGS):
+            parser.error(f"--task sft takes --config auto, {', '.join(sft_throughput.CONFIGS)}")
+        variants = [json.loads(v) for v in args.variant]
+        return sft_throughput.main(args.config, args.json, args.repeats, variants, args.skip_plain)
+    if args.config not in ("auto", *CONFIGS):
+        parser.error(f"--task qa takes --config auto, {', '.join(CONFIGS)}")
 
     import torch
 

@@ -26,6 +26,7 @@ _STEP_RE = re.compile(rf"^{PREFIX}-(\d+)$")
 REQUIRED_FILES = ("trainer_state.json",)
 WEIGHT_FILES = (
     "model.safetensors",
+    "adapter_model.safetensors",
     "model.safetensors.index.json",
     "pytorch_model.bin",
     "pytorch_model.bin.index.json",
@@ -63,10 +64,33 @@ def is_complete(path: str) -> bool:
         return False
     if not all(os.path.isfile(os.path.join(path, f)) for f in REQUIRED_FILES):
         return False
+    if not sharded_files_present(path, info.get("world_size")):
+        return False
     if not any(os.path.isfile(os.path.join(path, f)) for f in WEIGHT_FILES):
-        # A sharded save in another layout (e.g. FSDP/DeepSpeed folders) is accepted
-        # when the marker lists it.
+        # A sharded save in another layout (FSDP's pytorch_model_fsdp_0/, DeepSpeed) is
+        # accepted when the marker lists it.
         return bool(info.get("files"))
+    return True
+
+
+def sharded_files_present(path: str, world_size: int | None) -> bool:
+    """Every rank's shard of each sharded (torch.distributed.checkpoint) folder is there.
+
+    Under multi-node FSDP each node writes its ranks' ``__<rank>_0.distcp`` files into its
+    own ``/opt/ml/checkpoints``; SageMaker uploads them all to one S3 prefix and a restart
+    downloads the whole prefix to every host. A checkpoint one of whose nodes never
+    finished uploading is not resumable, whatever the marker (written by rank 0) says.
+    """
+    if not world_size:
+        return True
+    for name in os.listdir(path):
+        folder = os.path.join(path, name)
+        if not os.path.isfile(os.path.join(folder, ".metadata")):
+            continue
+        if not all(
+            os.path.isfile(os.path.join(folder, f"__{rank}_0.distcp")) for rank in range(world_size)
+        ):
+            return False
     return True
 
 

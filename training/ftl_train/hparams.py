@@ -19,7 +19,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-TASKS = ("qa", "classification", "mlm", "clm")
+TASKS = ("qa", "classification", "mlm", "clm", "sft")
+ATTN_CHOICES = ("auto", "sdpa", "flash_attention_2", "eager", "flex_attention")
+PEFT_CHOICES = ("none", "lora", "qlora")
+FSDP_OPTIONS = frozenset(
+    {
+        "full_shard",
+        "shard_grad_op",
+        "hybrid_shard",
+        "hybrid_shard_zero2",
+        "no_shard",
+        "offload",
+        "auto_wrap",
+    }
+)
 AUTO = "auto"
 
 
@@ -38,7 +51,7 @@ class Spec:
 
 
 SPECS: tuple[Spec, ...] = (
-    Spec("task", "str", None, "qa | classification | mlm | clm", choices=TASKS, nullable=True),
+    Spec("task", "str", None, " | ".join(TASKS), choices=TASKS, nullable=True),
     Spec(
         "model_name_or_path",
         "str",
@@ -50,7 +63,8 @@ SPECS: tuple[Spec, ...] = (
         "max_seq_length",
         "int",
         None,
-        "tokens per sequence; default per task (qa 384, classification 256, mlm/clm 512), "
+        "tokens per sequence; default per task (qa 384, classification 256, mlm/clm 512, "
+        "sft 2048), "
         "capped by the model",
         nullable=True,
     ),
@@ -137,9 +151,10 @@ SPECS: tuple[Spec, ...] = (
     Spec(
         "attn_implementation",
         "str",
-        "sdpa",
-        "attention kernel: sdpa | eager | flash_attention_2 | ... "
-        "(falls back to eager when unsupported)",
+        "auto",
+        "attention kernel: auto (flash_attention_2 when installed on CUDA, else sdpa) | sdpa | "
+        "flash_attention_2 | eager (falls back to eager when unsupported)",
+        choices=ATTN_CHOICES,
     ),
     Spec("tf32", "tristate", None, "TF32 matmuls (auto: on Ampere or newer GPUs)"),
     Spec(
@@ -163,11 +178,61 @@ SPECS: tuple[Spec, ...] = (
         "data loader worker processes (auto: 2 on CUDA, 0 on CPU)",
         nullable=True,
     ),
-    Spec("torch_compile", "bool", False, "compile the model with torch.compile"),
+    Spec(
+        "torch_compile",
+        "tristate",
+        None,
+        "compile the model with torch.compile (auto: on for single-GPU-node full SFT on CUDA)",
+    ),
     # Extras beyond the launcher's list; all optional.
     Spec("lr_scheduler_type", "str", "linear", "learning-rate schedule (HF Trainer names)"),
     Spec("max_grad_norm", "float", 1.0, "gradient clipping norm (0 disables)"),
-    Spec("gradient_checkpointing", "bool", False, "recompute activations to save memory"),
+    Spec(
+        "gradient_checkpointing",
+        "tristate",
+        None,
+        "recompute activations to save memory (auto: on with fsdp, else off)",
+    ),
+    # Causal-LM recipes (task sft; peft also for clm).
+    Spec(
+        "dataset_format",
+        "str",
+        "auto",
+        "sft: auto | messages (chat, the tokenizer's chat template) | prompt_completion",
+        choices=("auto", "messages", "prompt_completion"),
+    ),
+    Spec(
+        "packing", "bool", True, "sft: pack examples into max_seq_length rows (no cross-attention)"
+    ),
+    Spec("completion_only_loss", "bool", True, "sft: loss on the answer tokens only"),
+    Spec(
+        "peft",
+        "str",
+        "none",
+        "sft/clm: none | lora | qlora (4-bit base, CUDA)",
+        choices=PEFT_CHOICES,
+    ),
+    Spec("lora_r", "int", 16, "LoRA rank"),
+    Spec("lora_alpha", "int", 32, "LoRA alpha (scale = alpha / r)"),
+    Spec("lora_dropout", "float", 0.05, "LoRA dropout"),
+    Spec(
+        "lora_target_modules", "str", "all-linear", "'all-linear' or a comma list of module names"
+    ),
+    Spec("merge_adapter", "bool", False, "also save the base model with the adapter merged in"),
+    Spec(
+        "fsdp",
+        "str",
+        None,
+        "FSDP options, e.g. 'full_shard auto_wrap' (empty: no FSDP); torchrun launches",
+        nullable=True,
+    ),
+    Spec(
+        "fsdp_transformer_layer_cls_to_wrap",
+        "str",
+        None,
+        "FSDP: decoder layer class(es) to wrap, comma list (default: the model's own)",
+        nullable=True,
+    ),
     Spec(
         "max_train_samples",
         "int",
@@ -381,6 +446,9 @@ def validate(hp: Hyperparameters) -> None:
         "max_grad_norm": lambda x: x >= 0,
         "max_answer_length": lambda x: x >= 1,
         "n_best_size": lambda x: x >= 1,
+        "lora_r": lambda x: x >= 1,
+        "lora_alpha": lambda x: x >= 1,
+        "lora_dropout": lambda x: 0 <= x < 1,
     }
     for name, ok in positive.items():
         if not ok(v[name]):
@@ -405,6 +473,31 @@ def validate(hp: Hyperparameters) -> None:
         raise HyperparameterError("fp16 and bf16 cannot both be true")
     if v["label_mapping"] is not None:
         parse_label_mapping(v["label_mapping"])  # raises on a bad value
+    _validate_recipes(v)
+
+
+def fsdp_options(value: str | None) -> list[str]:
+    """``"full_shard auto_wrap"`` -> ``["full_shard", "auto_wrap"]``; raises on unknown options."""
+    options = (value or "").replace(",", " ").split()
+    bad = [o for o in options if o not in FSDP_OPTIONS]
+    if bad:
+        raise HyperparameterError(
+            f"hyperparameter fsdp={value!r}: unknown option(s) {', '.join(bad)}; "
+            f"expected some of {', '.join(sorted(FSDP_OPTIONS))}"
+        )
+    return options
+
+
+def _validate_recipes(v: dict[str, Any]) -> None:
+    if v["peft"] != "none" and v["task"] not in ("sft", "clm"):
+        raise HyperparameterError(f"hyperparameter peft={v['peft']!r} applies to task sft or clm")
+    if fsdp_options(v["fsdp"]) and v["peft"] != "none":
+        raise HyperparameterError(
+            f"hyperparameter peft={v['peft']!r} with fsdp is not supported: LoRA/QLoRA "
+            "runs single node (data parallel across its GPUs); use fsdp for full fine-tuning"
+        )
+    if not v["lora_target_modules"].strip(", "):
+        raise HyperparameterError("hyperparameter lora_target_modules must not be empty")
 
 
 LABEL_MAPPINGS: dict[str, tuple[dict[str, int], list[str]]] = {

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import checkpoints, hparams
+from . import checkpoints, hparams, lora, parallel
 from .callbacks import MetricLineCallback, SigtermCheckpointCallback
 from .data import DataError, load_split
 from .defaults import Performance, resolve
@@ -52,6 +52,7 @@ class Run:
     resume_from: str | None
     checkpoint_dir: str
     sigterm: SigtermCheckpointCallback
+    model_path: str = ""
 
 
 # ---------------------------------------------------------------- inputs
@@ -169,9 +170,22 @@ def load_data(hp: Hyperparameters, plan: DataPlan) -> tuple[Any, Any]:
 # ---------------------------------------------------------------- model
 
 
+def weight_dtype(hp: Hyperparameters, perf: Performance) -> Any:
+    """float32 weights for full fine-tuning (bf16/fp16 autocast computes, the optimizer updates
+    fp32 master weights); the frozen base of LoRA in the 16-bit compute dtype. Explicit because
+    transformers 5 would otherwise keep a checkpoint's own dtype (usually bf16) for training."""
+    import torch
+
+    if hp.peft == "none":
+        return torch.float32
+    return torch.bfloat16 if perf.bf16 else torch.float16 if perf.fp16 else torch.float32
+
+
 def load_model(hp: Hyperparameters, model_path: str, perf: Performance, model_kwargs: dict) -> Any:
     auto = model_auto_class(hp.task)
     kwargs = dict(model_kwargs)
+    kwargs.update(lora.quantization_kwargs(hp))
+    kwargs.setdefault("dtype", weight_dtype(hp, perf))
     attn = perf.attn_implementation
     try:
         model = auto.from_pretrained(model_path, attn_implementation=attn, **kwargs)
@@ -182,8 +196,12 @@ def load_model(hp: Hyperparameters, model_path: str, perf: Performance, model_kw
             "attn_implementation=%s is not available for this model (%s); using eager", attn, exc
         )
         model = auto.from_pretrained(model_path, attn_implementation="eager", **kwargs)
-    if hp.task == "clm" and getattr(model.config, "pad_token_id", None) is None:
-        model.config.pad_token_id = model.config.eos_token_id
+    if hp.task in ("clm", "sft"):
+        if getattr(model.config, "pad_token_id", None) is None:
+            model.config.pad_token_id = model.config.eos_token_id
+        # No KV cache while training: with one, transformers skips its packed-sequence mask
+        # and packed examples would attend to each other. Switched back on before the final save.
+        model.config.use_cache = False
     return model
 
 
@@ -194,6 +212,42 @@ def _training_fields() -> set[str]:
     from transformers import TrainingArguments
 
     return {f.name for f in dataclasses.fields(TrainingArguments)}
+
+
+def _report_to(sm: SageMakerEnv) -> str:
+    """TensorBoard when the template asked for its output folder and the package is there."""
+    if not sm.tensorboard_dir:
+        return "none"
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return "none"
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", sm.tensorboard_dir)
+    return "tensorboard"
+
+
+def _sharding_and_checkpointing(
+    hp: Hyperparameters, perf: Performance, environ: Mapping[str, str], fields: set[str]
+) -> dict[str, Any]:
+    """FSDP fields (with FSDP's own activation checkpointing) or the Trainer's checkpointing."""
+    kw: dict[str, Any] = {}
+    fsdp = parallel.fsdp_training_args(
+        parallel.smp_v2_fsdp_options(environ, hp),
+        hp.fsdp_transformer_layer_cls_to_wrap,
+        perf.gradient_checkpointing,
+    )
+    kw.update(fsdp)
+    # transformers 5 renamed gradient_checkpointing to activation_checkpointing; under FSDP
+    # the checkpointing is FSDP's own (fsdp_config), the Trainer's would all-gather twice.
+    kw[
+        "activation_checkpointing"
+        if "activation_checkpointing" in fields
+        else "gradient_checkpointing"
+    ] = bool(perf.gradient_checkpointing and not fsdp)
+    if perf.gradient_checkpointing and not fsdp:
+        ck = "activation_checkpointing_kwargs"
+        kw[ck if ck in fields else "gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    return kw
 
 
 def build_training_arguments(
@@ -223,15 +277,7 @@ def build_training_arguments(
     bare = metric[len("eval_") :] if metric.startswith("eval_") else metric
     greater = not (bare.endswith("loss") or bare.endswith("perplexity"))
 
-    report_to = "none"
-    if sm.tensorboard_dir:
-        try:
-            import tensorboard  # noqa: F401
-
-            report_to = "tensorboard"
-            os.environ.setdefault("TENSORBOARD_LOGGING_DIR", sm.tensorboard_dir)
-        except ImportError:
-            pass
+    report_to = _report_to(sm)
 
     kw: dict[str, Any] = dict(
         output_dir=checkpoint_dir,
@@ -282,14 +328,11 @@ def build_training_arguments(
         kw["warmup_steps"] = hp.warmup_ratio  # transformers 5: a float < 1 is a ratio
     if report_to == "tensorboard" and "logging_dir" in fields:
         kw["logging_dir"] = sm.tensorboard_dir
-    # transformers 5 renamed gradient_checkpointing to activation_checkpointing
-    kw[
-        "activation_checkpointing"
-        if "activation_checkpointing" in fields
-        else "gradient_checkpointing"
-    ] = hp.gradient_checkpointing
-    if perf.bf16 and not perf.cuda:
-        kw["use_cpu"] = True  # bf16 autocast on a machine without CUDA: the Trainer wants it said
+    kw.update(_sharding_and_checkpointing(hp, perf, environ or os.environ, fields))
+    if not perf.cuda:
+        # Said outright: bf16 autocast on a CPU wants it, and so does a multi-process CPU run
+        # (gloo), which accelerate otherwise sets up as a single process.
+        kw["use_cpu"] = True
     if "save_safetensors" in fields:
         kw["save_safetensors"] = True
     dropped = [k for k in kw if k not in fields]
@@ -361,6 +404,7 @@ def prepare_run(
     perf = resolve(hp, caps)
     for note in perf.notes:
         logger.warning(note)
+    lora.check_peft(hp, caps.cuda)
 
     checkpoint_dir = hp.checkpoint_dir or sm.default_checkpoint_dir
     resume_from = checkpoints.newest_complete(checkpoint_dir)
@@ -392,8 +436,28 @@ def prepare_run(
         raise DataError("the training data produced no examples")
 
     set_seed(hp.seed)
+    tsm = parallel.smp_v2_init(environ)  # after TrainingArguments set the process group up
     model = load_model(hp, model_path, perf, task.model_kwargs)
+    model = lora.wrap(hp, model, perf.gradient_checkpointing)
+    from .throughput import flops_per_token
 
+    fpt = flops_per_token(model)  # before FSDP/SMP shard the parameters
+    model = parallel.smp_v2_transform(tsm, model)
+    trainer = _make_trainer(model, args, task, tokenizer, perf, [sigterm, *callbacks], fpt)
+    run = Run(hp, sm, perf, args, trainer, task, tokenizer, resume_from, checkpoint_dir, sigterm)
+    run.model_path = model_path
+    return run
+
+
+def _make_trainer(
+    model: Any,
+    args: Any,
+    task: TaskData,
+    tokenizer: Any,
+    perf: Performance,
+    callbacks: list,
+    flops_per_token: float,
+) -> Any:
     lengths = None
     if (
         perf.group_by_length
@@ -411,9 +475,10 @@ def prepare_run(
         train_dataset=task.train,
         eval_dataset=task.eval,
         compute_metrics=task.compute_metrics,
-        callbacks=[MetricLineCallback(), sigterm, *callbacks],
+        callbacks=[MetricLineCallback(), *callbacks],
         ftl_lengths=lengths,
         ftl_is_lm=task.is_lm,
+        ftl_flops_per_token=flops_per_token,
     )
     import inspect
 
@@ -430,7 +495,7 @@ def prepare_run(
     trainer.remove_callback(PrinterCallback)
     if task.label_names:
         trainer.label_names = task.label_names
-    return Run(hp, sm, perf, args, trainer, task, tokenizer, resume_from, checkpoint_dir, sigterm)
+    return trainer
 
 
 def _write_json(path: str, obj: dict) -> None:
@@ -476,9 +541,17 @@ def main(
     if run.task.eval is not None:
         results.update(trainer.evaluate())
 
-    trainer.save_model(run.sm.model_dir)  # writes on the saving process only
+    if run.hp.task in ("clm", "sft"):
+        trainer.accelerator.unwrap_model(trainer.model).config.use_cache = True  # for generation
+    if run.hp.peft != "none":
+        lora.save_final(
+            trainer, run.tokenizer, run.sm.model_dir, run.model_path, run.hp.merge_adapter
+        )
+    else:
+        trainer.ftl_save_model(run.sm.model_dir)  # writes on the saving process only
+        if trainer.is_world_process_zero():
+            run.tokenizer.save_pretrained(run.sm.model_dir)
     if trainer.is_world_process_zero():
-        run.tokenizer.save_pretrained(run.sm.model_dir)
         results["global_step"] = trainer.state.global_step
         _write_json(os.path.join(run.sm.output_data_dir, "results.json"), results)
         _write_json(os.path.join(run.sm.output_data_dir, "hyperparameters.json"), run.hp.as_dict())

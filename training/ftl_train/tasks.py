@@ -31,8 +31,14 @@ from .hparams import HyperparameterError, Hyperparameters, parse_label_mapping
 
 logger = logging.getLogger("ftl_train")
 
-DEFAULT_MAX_SEQ_LENGTH = {"qa": 384, "classification": 256, "mlm": 512, "clm": 512}
-DEFAULT_BEST_METRIC = {"qa": "f1", "classification": "f1", "mlm": "loss", "clm": "loss"}
+DEFAULT_MAX_SEQ_LENGTH = {"qa": 384, "classification": 256, "mlm": 512, "clm": 512, "sft": 2048}
+DEFAULT_BEST_METRIC = {
+    "qa": "f1",
+    "classification": "f1",
+    "mlm": "loss",
+    "clm": "loss",
+    "sft": "loss",
+}
 TEXT_COLUMN_GUESSES = (
     "text",
     "sentence",
@@ -601,7 +607,14 @@ def prepare_lm(
     )
 
 
+def _prepare_sft(*args: Any) -> TaskData:
+    from .sft import prepare_sft
+
+    return prepare_sft(*args)
+
+
 PREPARE = {
+    "sft": _prepare_sft,
     "qa": prepare_qa,
     "classification": prepare_classification,
     "mlm": prepare_lm,
@@ -617,6 +630,7 @@ def model_auto_class(task: str) -> Any:
         "classification": transformers.AutoModelForSequenceClassification,
         "mlm": transformers.AutoModelForMaskedLM,
         "clm": transformers.AutoModelForCausalLM,
+        "sft": transformers.AutoModelForCausalLM,
     }[task]
 
 

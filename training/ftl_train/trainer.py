@@ -14,6 +14,7 @@ from transformers import Trainer, TrainerCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from . import checkpoints
+from .throughput import TokenMeter, cuda_device_name, mfu, peak_flops
 
 logger = logging.getLogger("ftl_train")
 
@@ -102,15 +103,101 @@ class _SamplerEpoch(TrainerCallback):
             sampler.set_epoch(math.floor((state.epoch or 0.0) + 1e-9))
 
 
+def enable_cpu_fsdp(trainer: Trainer) -> bool:
+    """FSDP for a multi-process CPU (gloo) run, which accelerate sets up as plain DDP.
+
+    accelerate only turns its FSDP plugin on for GPU-like device types; PyTorch's FSDP2
+    (``fully_shard``) itself runs on CPU with gloo. This lets the CPU tests exercise the same
+    sharding, sharded checkpoints and resume as a GPU job. A no-op on GPUs.
+    """
+    plugin_args = getattr(trainer.args, "fsdp_plugin_args", None)
+    if not plugin_args or trainer.is_fsdp_enabled:
+        return False
+    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+
+    state = trainer.accelerator.state
+    if state.distributed_type != DistributedType.MULTI_CPU:
+        return False
+    state.fsdp_plugin = FullyShardedDataParallelPlugin(**plugin_args)
+    state.distributed_type = DistributedType.FSDP
+    os.environ["ACCELERATE_USE_FSDP"] = "true"
+    trainer.is_fsdp_enabled = True
+    logger.info("FSDP on CPU processes (gloo)")
+    return True
+
+
+class _MeterStart(TrainerCallback):
+    def __init__(self, meter: TokenMeter):
+        self.meter = meter
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.meter.start()
+
+
 class FtlTrainer(Trainer):
     def __init__(
-        self, *args, ftl_lengths: list[int] | None = None, ftl_is_lm: bool = False, **kwargs
+        self,
+        *args,
+        ftl_lengths: list[int] | None = None,
+        ftl_is_lm: bool = False,
+        ftl_flops_per_token: float | None = None,
+        **kwargs,
     ):
         super().__init__(*args, **kwargs)
         self._ftl_lengths = ftl_lengths
         self._ftl_is_lm = ftl_is_lm
         self._ftl_sampler: SeededLengthGroupedSampler | None = None
         self.add_callback(_SamplerEpoch(self))
+        # Tokens/s and MFU lines for language-model tasks (tokens are what their cost scales with).
+        self._ftl_meter: TokenMeter | None = None
+        self._ftl_fpt = ftl_flops_per_token
+        self._ftl_peak = peak_flops(cuda_device_name())
+        if ftl_is_lm:
+            pad = getattr(self.processing_class, "pad_token_id", None)
+            self._ftl_meter = TokenMeter(pad)
+            self.add_callback(_MeterStart(self._ftl_meter))
+
+    def ftl_save_model(self, output_dir: str) -> None:
+        """The final model as plain safetensors, also under FSDP (whose checkpoints are sharded)."""
+        if not self.is_fsdp_enabled:
+            self.save_model(output_dir)
+            return
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+        state = get_model_state_dict(self.model_wrapped, options=options)  # a collective
+        if self.args.should_save:
+            state = {k: v.detach().clone().contiguous() for k, v in state.items()}
+            unwrapped = self.accelerator.unwrap_model(self.model)
+            unwrapped.save_pretrained(output_dir, state_dict=state, safe_serialization=True)
+        self.ftl_barrier()
+
+    def create_accelerator_and_postprocess(self) -> None:
+        super().create_accelerator_and_postprocess()
+        enable_cpu_fsdp(self)
+
+    def training_step(self, model: Any, inputs: dict, *args: Any, **kwargs: Any) -> Any:
+        if self._ftl_meter is not None and model.training:
+            self._ftl_meter.count(inputs)
+        return super().training_step(model, inputs, *args, **kwargs)
+
+    def _ftl_throughput(self, logs: dict) -> None:
+        import time
+
+        if self._ftl_meter is None or not ("loss" in logs or "train_runtime" in logs):
+            return
+        world = max(1, self.args.world_size)
+        if "train_runtime" in logs:  # the run's summary: the whole session
+            tokens = self._ftl_meter.global_total(world)
+            rate = tokens / logs["train_runtime"] if logs["train_runtime"] else None
+        else:
+            rate = self._ftl_meter.interval(time.perf_counter(), world)
+        if rate is None:
+            return
+        logs["train_tokens_per_second"] = rate
+        value = mfu(self._ftl_fpt or 0.0, rate, self._ftl_peak, world)
+        if value is not None:
+            logs["train_mfu"] = value
 
     # -- length grouping (dynamic padding wastes little when a batch has similar lengths)
     def _get_train_sampler(self, *args: Any, **kwargs: Any) -> Any:
@@ -171,6 +258,7 @@ class FtlTrainer(Trainer):
 
     # -- perplexity next to the eval loss of language-model tasks
     def log(self, logs: dict, *args: Any, **kwargs: Any) -> None:
+        self._ftl_throughput(logs)
         if self._ftl_is_lm:
             for key in list(logs):
                 if (

@@ -1,0 +1,282 @@
+"""SFT training throughput of the shipped entrypoint: its defaults against a plain configuration.
+
+    python bench/train_throughput.py --task sft [--config auto|tiny|llama-1b] [--json PATH]
+
+Both runs go through ``ftl_train.runner.prepare_run`` (the job's own hyperparameter
+parsing, defaults, chat templating, packing, collator and Trainer) on generated chat data
+whose lengths are log-normal (median about a quarter of the sequence, a tail past it).
+
+* ``plain``: fp32, no packing (dynamic padding, random batches), eager attention, plain
+  AdamW, no torch.compile: a Trainer with nothing tuned (``PLAIN_PROFILE``).
+* ``tuned``: the entrypoint's defaults: bf16 autocast where supported, packing into
+  ``max_seq_length`` rows, SDPA (or FlashAttention-2 when installed), fused AdamW, TF32,
+  torch.compile on CUDA.
+
+Both use the same batch (rows per step) and sequence limit. tokens/s counts non-padding
+tokens; MFU = flops_per_token x tokens/s / the GPU's dense 16-bit peak
+(``ftl_train.throughput``: 6N for full fine-tuning), printed only for a GPU in that table.
+On a GPU the model is a Llama-3.2-1B-shaped model (1.24 B parameters, random weights); on a
+CPU a small Llama at sequence 256 (fp32 either way there, so the CPU ratio measures packing
+and attention only).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFIGS = {
+    "llama-1b": dict(
+        hidden=2048, layers=16, heads=32, kv_heads=8, intermediate=8192, vocab=128256,
+        tie=True, seq=2048, batch=4, median=400, sigma=0.9, warmup=4, steps=20, steps_plain=8,
+    ),
+    "tiny": dict(
+        hidden=256, layers=4, heads=4, kv_heads=2, intermediate=688, vocab=4096,
+        tie=True, seq=256, batch=8, median=60, sigma=0.8, warmup=1, steps=4, steps_plain=4,
+    ),
+}  # fmt: skip
+
+PLAIN_PROFILE: dict[str, object] = {
+    "bf16": False,
+    "fp16": False,
+    "tf32": False,
+    "packing": False,
+    "attn_implementation": "eager",
+    "optim": "adamw_torch",
+    "group_by_length": False,
+    "dataloader_num_workers": 0,
+    "torch_compile": False,
+}
+
+SPECIAL = ["<pad>", "<unk>", "<s>", "</s>", "<|user|>", "<|assistant|>"]
+TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }}{{ eos_token }}"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|> {% endif %}"
+)
+
+
+@dataclass
+class SftResult:
+    name: str
+    precision: str
+    attention: str
+    packing: bool
+    optim: str
+    batch: int
+    steps: int
+    seconds: float
+    tokens_per_s: float
+    mfu: float | None
+    peak_mem_gib: float | None
+
+
+def build_workdir(cfg: dict, root: Path, n_examples: int, seed: int = 0) -> dict[str, Path]:
+    """A random-weight Llama with a word-level chat tokenizer, and generated chat data."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = [f"w{i}" for i in range(cfg["vocab"] - len(SPECIAL))]
+    vocab = {t: i for i, t in enumerate(SPECIAL + words)}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=tk, pad_token="<pad>", unk_token="<unk>", bos_token="<s>",
+        eos_token="</s>", additional_special_tokens=SPECIAL[4:], model_max_length=cfg["seq"],
+    )  # fmt: skip
+    tok.chat_template = TEMPLATE
+    config = transformers.LlamaConfig(
+        vocab_size=cfg["vocab"], hidden_size=cfg["hidden"], num_hidden_layers=cfg["layers"],
+        num_attention_heads=cfg["heads"], num_key_value_heads=cfg["kv_heads"],
+        intermediate_size=cfg["intermediate"], max_position_embeddings=cfg["seq"],
+        tie_word_embeddings=cfg["tie"], bos_token_id=2, eos_token_id=3, pad_token_id=0,
+        rope_theta=500000.0,
+    )  # fmt: skip
+    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    model_dir = root / "model"
+    model.save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    del model
+
+    rng = random.Random(seed)
+    train = root / "train"
+    train.mkdir(parents=True)
+    with open(train / "train.jsonl", "w", encoding="utf-8") as fh:
+        for _ in range(n_examples):
+            n = max(8, int(rng.lognormvariate(math.log(cfg["median"]), cfg["sigma"])))
+            q = " ".join(rng.choice(words) for _ in range(max(4, n // 3)))
+            a = " ".join(rng.choice(words) for _ in range(max(4, n - n // 3)))
+            msgs = [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+            fh.write(json.dumps({"messages": msgs}) + "\n")
+    return {"model": model_dir, "train": train}
+
+
+def make_timer(warmup: int, cuda: bool):
+    """Marks the measured window: from the end of step ``warmup`` to the last step."""
+    from transformers import TrainerCallback
+
+    class Timer(TrainerCallback):
+        t0 = t1 = None
+        measuring = False
+
+        def _now(self) -> float:
+            if cuda:
+                import torch
+
+                torch.cuda.synchronize()
+            return time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == warmup:
+                self.t0, self.measuring = self._now(), True
+            elif state.global_step == state.max_steps and self.measuring:
+                self.t1, self.measuring = self._now(), False
+
+    return Timer()
+
+
+def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, cuda: bool):
+    import logging
+
+    import torch
+
+    from ftl_train.callbacks import MetricLineCallback
+    from ftl_train.runner import prepare_run
+    from ftl_train.throughput import TokenMeter, cuda_device_name, mfu, peak_flops
+
+    steps = cfg["steps_plain"] if name == "plain" else cfg["steps"]
+    batch = int(overrides.get("per_device_train_batch_size", cfg["batch"]))
+    warmup = cfg["warmup"]
+    base = {
+        "task": "sft",
+        "max_seq_length": cfg["seq"],
+        "per_device_train_batch_size": cfg["batch"],
+        "max_steps": warmup + steps,
+        "save_steps": 10**9,
+        "logging_steps": 10**9,
+        "eval_steps": 0,
+        "learning_rate": 1e-5,
+        "checkpoint_dir": str(root / f"ckpt-{name}"),
+    }
+    base.update(overrides)
+    argv = [x for k, v in base.items() for x in (f"--{k}", str(v))]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SM_")}
+    env.update({
+        "SM_CHANNEL_TRAIN": str(channels["train"]), "SM_CHANNEL_MODEL": str(channels["model"]),
+        "SM_MODEL_DIR": str(root / f"out-{name}"), "SM_OUTPUT_DATA_DIR": str(root / f"data-{name}"),
+        "FTL_CACHE_DIR": str(root / "cache"),
+    })  # fmt: skip
+    timer = make_timer(warmup, cuda)
+    run = prepare_run(argv, env, callbacks=[timer])
+    run.trainer.remove_callback(MetricLineCallback)
+    for logger_name in ("ftl_train", "transformers.trainer", "transformers.trainer_utils"):
+        logging.getLogger(logger_name).setLevel(logging.WARNING)
+    meter = TokenMeter(run.tokenizer.pad_token_id)
+
+    def hook(module, args, kwargs):
+        if timer.measuring and module.training:
+            meter.count(kwargs)
+
+    handle = run.trainer.model.register_forward_pre_hook(hook, with_kwargs=True)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+    try:
+        run.trainer.train()
+    finally:
+        handle.remove()
+    seconds = (timer.t1 or time.perf_counter()) - (timer.t0 or time.perf_counter())
+    tps = meter.global_total(1) / seconds if seconds > 0 else 0.0
+    perf = run.perf
+    precision = ("bf16" if perf.bf16 else "fp16" if perf.fp16 else "fp32") + (
+        "+tf32" if perf.tf32 else ""
+    )
+    result = SftResult(
+        name=name, precision=precision, attention=run.trainer.model.config._attn_implementation,
+        packing=bool(run.hp.packing), optim=perf.optim, batch=batch, steps=steps,
+        seconds=seconds, tokens_per_s=tps,
+        mfu=mfu(run.trainer._ftl_fpt or 0.0, tps, peak_flops(cuda_device_name()), 1),
+        peak_mem_gib=torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
+    )  # fmt: skip
+    del run
+    if cuda:
+        torch.cuda.empty_cache()
+    return result
+
+
+def print_table(results: list, cfg_name: str, device: str) -> None:
+    print(f"\ntrain throughput, sft, config={cfg_name}, device={device}")
+    header = (
+        f"{'run':<6} {'precision':<10} {'attention':<18} {'packing':<7} {'optim':<18} {'batch':>5}"
+        f" {'tokens/s':>10} {'MFU':>7} {'peak GiB':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        m = f"{100 * r.mfu:6.2f}%" if r.mfu is not None else "    n/a"
+        mem = f"{r.peak_mem_gib:8.1f}" if r.peak_mem_gib is not None else "     n/a"
+        print(
+            f"{r.name:<6} {r.precision:<10} {r.attention:<18} {str(r.packing):<7} {r.optim:<18}"
+            f" {r.batch:>5} {r.tokens_per_s:>10.0f} {m:>7} {mem}"
+        )
+
+
+def main(
+    config: str,
+    json_path: str | None,
+    repeats: int | None,
+    variants: list[dict] | None = None,
+    skip_plain: bool = False,
+) -> int:
+    """Plain vs tuned; each ``variants`` entry adds a tuned run with those overrides
+    (for trying a candidate default; a run that fails, e.g. out of memory, is reported)."""
+    import shutil
+    import tempfile
+    from dataclasses import asdict
+
+    import torch
+
+    cuda = torch.cuda.is_available()
+    cfg_name = config if config != "auto" else ("llama-1b" if cuda else "tiny")
+    cfg = CONFIGS[cfg_name]
+    device = torch.cuda.get_device_name() if cuda else f"cpu ({torch.get_num_threads()} threads)"
+    root = Path(tempfile.mkdtemp(prefix="ftl_bench_sft_"))
+    try:
+        rows = (cfg["warmup"] + max(cfg["steps"], cfg["steps_plain"])) * cfg["batch"]
+        # packed rows hold several examples: enough examples for the tuned run's rows too
+        tokens_per_example = cfg["median"] * math.exp(cfg["sigma"] ** 2 / 2)
+        n = int(rows * max(1.5, 1.3 * cfg["seq"] / tokens_per_example)) + 64
+        channels = build_workdir(cfg, root, n)
+        reps = repeats or (1 if cuda else 2)
+        runs: dict[str, list] = {"plain": [], "tuned": []}
+        for _ in range(reps):
+            if not skip_plain:
+                runs["plain"].append(run_one("plain", PLAIN_PROFILE, cfg, channels, root, cuda))
+            runs["tuned"].append(run_one("tuned", {}, cfg, channels, root, cuda))
+        results = [max(runs[k], key=lambda r: r.tokens_per_s) for k in runs if runs[k]]
+        for i, extra in enumerate(variants or []):
+            try:
+                results.append(run_one(f"v{i}", extra, cfg, channels, root, cuda))
+                print(f"v{i}: {json.dumps(extra)}", flush=True)
+            except Exception as exc:  # report and go on (e.g. out of memory)
+                print(f"v{i}: {json.dumps(extra)} failed: {type(exc).__name__}: {exc}"[:500])
+                if cuda:
+                    torch.cuda.empty_cache()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print_table(results, cfg_name, device)
+    ratio = 0.0
+    if not skip_plain and results[0].tokens_per_s:
+        ratio = results[1].tokens_per_s / results[0].tokens_per_s
+    print(f"note: best of {reps} alternating runs each; MFU against the dense 16-bit peak")
+    print(f"ratio tuned/plain: {ratio:.2f}x tokens/s")
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(
+            {"task": "sft", "config": cfg_name, "device": device, "ratio": ratio,
+             "results": [asdict(r) for r in results]}, indent=2))  # fmt: skip
+    return 0

@@ -1,0 +1,130 @@
+"""FSDP (through the HF Trainer / accelerate) and SageMaker model parallelism v2.
+
+FSDP: ``fsdp="full_shard auto_wrap"`` (any of the Trainer's options) turns on PyTorch
+FSDP for a torchrun launch. The entrypoint always asks for a *sharded* checkpoint
+(``SHARDED_STATE_DICT``: torch.distributed.checkpoint, one ``__<rank>_0.distcp`` file per
+rank plus ``.metadata``), so every rank writes only its own file, names never collide
+when SageMaker syncs the nodes' ``/opt/ml/checkpoints`` into one S3 prefix, and a restart
+on other hosts (each gets the whole prefix back) reshards on load. Activation
+checkpointing is FSDP's own (``fsdp_config.activation_checkpointing``), not the Trainer's
+``gradient_checkpointing``, which would all-gather twice in the backward pass.
+
+SMP v2 (``torch.sagemaker``): the SageMaker SDK passes the ``smp`` distribution's
+parameters as ``mp_parameters``; the toolkit exports them as ``SM_HP_MP_PARAMETERS``.
+SMP v1 (``smdistributed.modelparallel``, MPI launch) is told apart by its ``partitions``
+key, which the HF Trainer requires to switch its own SMP v1 path on; that path is left
+alone. For v2, ``torch.sagemaker.init(params)`` runs before the model is built and
+``torch.sagemaker.transform(model)`` after (tensor parallelism, activation offloading);
+sharding then comes from the Trainer's FSDP (``hybrid_shard`` when
+``hybrid_shard_degree`` > 1). Without the library (an image other than the SageMaker
+PyTorch/HF images with SMP v2) the job stops with a message instead of training
+unsharded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from .hparams import HyperparameterError, Hyperparameters, fsdp_options
+
+logger = logging.getLogger("ftl_train")
+
+SMP_V2_ONLY_KEYS = frozenset(
+    {
+        "hybrid_shard_degree",
+        "sm_activation_offloading",
+        "activation_loading_horizon",
+        "expert_parallel_degree",
+        "fsdp_cache_flush_warnings",
+        "cpu_offload",
+    }
+)
+
+
+def fsdp_training_args(
+    fsdp: str | None, layer_cls: str | None, activation_checkpointing: bool
+) -> dict[str, Any]:
+    """TrainingArguments fields for FSDP, or {} when ``fsdp`` is empty."""
+    options = fsdp_options(fsdp)
+    if not options:
+        return {}
+    config: dict[str, Any] = {
+        "state_dict_type": "SHARDED_STATE_DICT",
+        "activation_checkpointing": bool(activation_checkpointing),
+        "cpu_ram_efficient_loading": False,
+    }
+    if layer_cls:
+        names = [n.strip() for n in layer_cls.split(",") if n.strip()]
+        config["transformer_layer_cls_to_wrap"] = names
+    if "auto_wrap" not in options:
+        options.append("auto_wrap")  # without a wrap policy FSDP shards one flat unit
+    return {"fsdp": " ".join(options), "fsdp_config": config}
+
+
+# ---------------------------------------------------------------- SMP v2
+
+
+def mp_parameters(environ: Mapping[str, str]) -> dict[str, Any]:
+    raw = environ.get("SM_HP_MP_PARAMETERS") or ""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        raise HyperparameterError(f"SM_HP_MP_PARAMETERS is not JSON: {raw[:200]!r}") from None
+    if isinstance(value, str):  # JSON-encoded twice by some SDK paths
+        value = json.loads(value)
+    if not isinstance(value, dict):
+        raise HyperparameterError("SM_HP_MP_PARAMETERS must be a JSON object")
+    return value
+
+
+def smp_v2_requested(environ: Mapping[str, str]) -> bool:
+    """SMP v2 parameters under torchrun (not SMP v1's MPI launch with ``partitions``)."""
+    params = mp_parameters(environ)
+    if not params or "partitions" in params:
+        return False
+    if SMP_V2_ONLY_KEYS & params.keys():
+        return True
+    mpi = any(k in environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"))
+    return not mpi and any(
+        k in params for k in ("tensor_parallel_degree", "hybrid_shard_degree", "random_seed")
+    )
+
+
+def smp_v2_init(environ: Mapping[str, str]) -> Any:
+    """``torch.sagemaker`` initialised with the job's parameters, or None when not asked for."""
+    if not smp_v2_requested(environ):
+        return None
+    params = mp_parameters(environ)
+    try:
+        import torch.sagemaker as tsm  # type: ignore[import-not-found]
+    except ImportError:
+        raise HyperparameterError(
+            "the job asks for SageMaker model parallelism v2 (SM_HP_MP_PARAMETERS="
+            f"{json.dumps(params, sort_keys=True)}) but torch.sagemaker is not installed in this "
+            "image; use a SageMaker PyTorch/Hugging Face training image with SMP v2 (PyTorch 2.x)"
+        ) from None
+    tsm.init(params)
+    logger.info("SMP v2 initialised: %s", params)
+    return tsm
+
+
+def smp_v2_transform(tsm: Any, model: Any) -> Any:
+    if tsm is None:
+        return model
+    return tsm.transform(model)
+
+
+def smp_v2_fsdp_options(environ: Mapping[str, str], hp: Hyperparameters) -> str | None:
+    """Hybrid sharding when the SMP v2 parameters ask for it and fsdp was not given."""
+    params = mp_parameters(environ) if smp_v2_requested(environ) else {}
+    if hp.fsdp:
+        return hp.fsdp
+    if params:
+        degree = int(params.get("hybrid_shard_degree", 0) or 0)
+        return "hybrid_shard auto_wrap" if degree > 1 else "full_shard auto_wrap"
+    return None
