@@ -8,7 +8,7 @@ import os
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
-from stacks.platform import build_platform
+from stacks.assembly import build_platform
 
 app = cdk.App()
 build_platform(

@@ -132,16 +132,16 @@ def _import_breakdown(asset: Path) -> dict[str, float]:
     picks = {
         "botocore.session (incl. urllib3, http.client, ssl)": "botocore.session",
         "jobmodel (from bytecode)": "jobmodel",
-        "ftl_trigger.doors/errors/ledger/service (from bytecode)": None,
+        "ftl_trigger.adapters/errors/ledger/service (from bytecode)": None,
         "handler module total": "handler",
     }
     result: dict[str, float] = {}
     for label, module in picks.items():
         if module is not None:
             result[label] = cumulative.get(module, 0.0)
-    result["ftl_trigger.doors/errors/ledger/service (from bytecode)"] = sum(
+    result["ftl_trigger.adapters/errors/ledger/service (from bytecode)"] = sum(
         cumulative.get(m, 0.0)
-        for m in ("ftl_trigger.doors", "ftl_trigger.ledger", "ftl_trigger.service")
+        for m in ("ftl_trigger.adapters", "ftl_trigger.ledger", "ftl_trigger.actions")
     ) - cumulative.get("jobmodel", 0.0)
     return result
 

@@ -49,7 +49,7 @@ import aws_cdk as cdk
 t.append(time.perf_counter())
 if sys.argv[2] == "app":
     from cdk_nag import AwsSolutionsChecks
-    from stacks.platform import build_platform
+    from stacks.assembly import build_platform
 t.append(time.perf_counter())
 if sys.argv[2] == "app":
     from sagemaker.core import image_uris

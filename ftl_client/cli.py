@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from ftl_client import render
+from ftl_client import display
 from ftl_client.client import (
     DEFAULT_STACK,
     TRANSPORTS,
@@ -269,7 +269,7 @@ class Cli:
 
     def cmd_templates(self) -> int:
         templates = self.client.templates()
-        self.emit({"templates": templates}, render.templates_table(templates))
+        self.emit({"templates": templates}, display.templates_table(templates))
         return EXIT_OK
 
     def cmd_submit(self) -> int:
@@ -289,7 +289,7 @@ class Cli:
             dry_run=True if a.dry_run else None,
         )
         if a.dry_run:
-            self.emit(job, render.dry_run(job))
+            self.emit(job, display.dry_run(job))
             return EXIT_OK
         name = job["job_name"]
         if not a.json:
@@ -298,7 +298,7 @@ class Cli:
                 f"submitted {name}",
                 f"  template: {job.get('template')}, {job.get('instance_count')} x "
                 f"{job.get('instance_type')} ({kind})",
-                f"  estimated max cost: {render.money(job.get('estimated_max_cost_usd'))}",
+                f"  estimated max cost: {display.money(job.get('estimated_max_cost_usd'))}",
                 f"  status: {job.get('status')}",
                 f"  output: {job.get('output_s3_uri')}",
                 f"  console: {job.get('console_url')}",
@@ -316,18 +316,18 @@ class Cli:
 
     def cmd_status(self) -> int:
         job = self.client.describe(self.args.job)
-        self.emit(job, render.job_detail(job))
+        self.emit(job, display.job_detail(job))
         return EXIT_OK
 
     def cmd_list(self) -> int:
         a = self.args
         jobs = self.client.list_jobs(a.template, a.status, limit=max(1, a.limit), team=a.team)
-        self.emit({"jobs": jobs}, render.jobs_table(jobs) if jobs else "no jobs")
+        self.emit({"jobs": jobs}, display.jobs_table(jobs) if jobs else "no jobs")
         return EXIT_OK
 
     def cmd_whoami(self) -> int:
         me = self.client.whoami()
-        self.emit(me, render.whoami(me))
+        self.emit(me, display.whoami(me))
         return EXIT_OK
 
     def cmd_stop(self) -> int:
@@ -359,11 +359,11 @@ class Cli:
     # ---------------------------------------------------------------- watching
     def watch(self, name: str) -> int:
         stream = self.err if self.args.json else self.out
-        display = render.ProgressDisplay(stream)
+        live = display.ProgressDisplay(stream)
         try:
-            progress = self.client.wait(name, self.args.poll, display.update, sleep=display.sleep)
+            progress = self.client.wait(name, self.args.poll, live.update, sleep=live.sleep)
         except KeyboardInterrupt:
-            display.finish()
+            live.finish()
             prefix = self.command_prefix()
             self.err.write(
                 f"\nstopped watching {name}; the job keeps running.\n"
@@ -373,7 +373,7 @@ class Cli:
             self.err.flush()
             return EXIT_INTERRUPTED
         finally:
-            display.finish()
+            live.finish()
         return self.report(progress)
 
     def report(self, progress: Progress) -> int:
@@ -385,7 +385,7 @@ class Cli:
             "final_metrics": metrics,
             "spot_interruptions": progress.interruptions,
         }
-        self.emit(result, render.outcome(progress, metrics))
+        self.emit(result, display.outcome(progress, metrics))
         return EXIT_OK if progress.succeeded else EXIT_JOB_FAILED
 
     def command_prefix(self) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ftl_trigger import doors, snapstart
-from ftl_trigger.runtime import Runtime
-from ftl_trigger.service import Launcher
+from ftl_trigger import adapters, snapstart
+from ftl_trigger.actions import Launcher
+from ftl_trigger.dependencies import Runtime
 from jobmodel import JobModelError
 
 # No level of its own: Lambda sets the root logger from the function's application log
@@ -25,18 +25,18 @@ snapstart.register_restore_hooks()
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
     request_id = getattr(context, "aws_request_id", "local")
-    http = doors.http_door(context)
+    http = adapters.http_door(context)
     try:
-        call = doors.parse(event, context, RUNTIME.teams)
+        call = adapters.parse(event, context, RUNTIME.teams)
     except JobModelError as err:
         LOG.info("refused at the door: %s %s", err.type, err.message)
-        return doors.error_response(event, err, http=http)
+        return adapters.error_response(event, err, http=http)
     try:
         result, created = LAUNCHER.dispatch(call)
     except JobModelError as err:
         LOG.info("rejected %s: %s %s", call.action, err.type, err.message)
-        return doors.error_response(event, err, http=http)
+        return adapters.error_response(event, err, http=http)
     except Exception:  # the contract promises an error object, never a stack trace
         LOG.exception("unexpected failure in %s (request %s)", call.action, request_id)
-        return doors.error_response(event, doors.internal_error(request_id), http=http)
-    return doors.success_response(call, result, created=created)
+        return adapters.error_response(event, adapters.internal_error(request_id), http=http)
+    return adapters.success_response(call, result, created=created)

@@ -130,7 +130,7 @@ def check_answer(response: Any, *, http: bool) -> Answer:
 
 def send(launcher: Any, probe: WriteProbe, event: Any) -> tuple[Answer, int, int]:
     """Call the handler; return the checked answer, the writes and the creates it caused."""
-    from ftl_trigger.doors import is_http
+    from ftl_trigger.adapters import is_http
 
     writes, creates = probe.mark()
     answer = check_answer(launcher(event), http=is_http(event))

@@ -10,7 +10,7 @@ import aws_cdk as cdk
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
-from stacks.platform import build_platform
+from stacks.assembly import build_platform
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE_CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]

@@ -78,7 +78,7 @@ def test_trigger_bundle_carries_handler_job_model_and_catalog():
         files={"catalog.json": catalog},
     )
     assert (bundle / "handler.py").is_file()
-    assert (bundle / "ftl_trigger" / "service.py").is_file()
+    assert (bundle / "ftl_trigger" / "actions.py").is_file()
     assert (bundle / "jobmodel" / "render.py").is_file()
     assert (bundle / "jobmodel" / "shipped_templates.json").is_file()
     assert json.loads((bundle / "catalog.json").read_text())["version"] == 1

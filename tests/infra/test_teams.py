@@ -10,7 +10,7 @@ from aws_cdk.assertions import Match
 
 from ftl_constructs.launcher import ROUTES
 from ftl_constructs.settings import ContextError
-from stacks.platform import build_platform
+from stacks.assembly import build_platform
 from tests.infra.synth import BASE_CONTEXT, TEAMS_CONTEXT, template
 
 TEAMS = ("team-a", "team-b")

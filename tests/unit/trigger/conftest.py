@@ -32,7 +32,7 @@ class Launcher:
     def __call__(self, event, *, alias: str | None = None):
         """Invoke as Lambda would: HTTP API events through the ``http`` alias (as the API's
         integration does), anything else directly, or through ``alias`` when given."""
-        from ftl_trigger.doors import is_http
+        from ftl_trigger.adapters import is_http
         from tests.lambda_support import FakeContext
 
         if alias is None and is_http(event):

@@ -15,12 +15,12 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
-from ftl_trigger.doors import Call
+from ftl_trigger.adapters import Call
+from ftl_trigger.dependencies import Runtime
 from ftl_trigger.errors import CapacityError, Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
 from ftl_trigger.ledger import Ledger
 from ftl_trigger.paging import Signer
-from ftl_trigger.runtime import Runtime
 from ftl_trigger.submit import SUBMITTING, SubmitFlow
 from ftl_trigger.usage import TeamUsage
 from jobmodel import (

@@ -6,7 +6,7 @@ import io
 from datetime import UTC, datetime, timedelta
 
 from ftl_client.client import Progress, interruptions_of, parse_time
-from ftl_client.render import (
+from ftl_client.display import (
     ProgressDisplay,
     duration,
     jobs_table,
