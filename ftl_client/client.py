@@ -12,7 +12,6 @@ import os
 import re
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +26,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
 from jobmodel.contract import HTTP_STATUS, TERMINAL_STATUSES
+from jobmodel.routes import route_for
 
 DEFAULT_STACK = "ftl-launcher"
 TRANSPORTS = ("invoke", "http")
@@ -271,7 +271,7 @@ class LauncherClient:
     # --------------------------------------------------------------- actions
     def templates(self) -> list[dict[str, Any]]:
         """The deployed catalog: every template's public view."""
-        return self._call("templates", {}, "GET", "/templates")["templates"]
+        return self._call("templates", {})["templates"]
 
     def submit(self, template: str, **fields: Any) -> dict[str, Any]:
         """Start a job from ``template``; ``fields`` are the contract's submit fields
@@ -284,18 +284,18 @@ class LauncherClient:
         request["template"] = template
         if not request.get("dry_run"):
             request.setdefault("client_token", f"ftl-{uuid.uuid4().hex}")
-        return self._call("submit", request, "POST", "/jobs")
+        return self._call("submit", request)
 
     def whoami(self) -> dict[str, Any]:
         """The caller's team, whether it is an admin, the team's limits and current use."""
-        return self._call("whoami", {}, "GET", "/whoami")
+        return self._call("whoami", {})
 
     def describe(self, name: str) -> dict[str, Any]:
-        return self._call("describe", {"job_name": name}, "GET", f"/jobs/{_seg(name)}")
+        return self._call("describe", {"job_name": name})
 
     def stop(self, name: str) -> dict[str, Any]:
         """Ask SageMaker to stop the job; a job that has already ended is returned as is."""
-        return self._call("stop", {"job_name": name}, "POST", f"/jobs/{_seg(name)}/stop")
+        return self._call("stop", {"job_name": name})
 
     def list_jobs(
         self,
@@ -319,7 +319,7 @@ class LauncherClient:
             if limit is not None:
                 params["limit"] = max(1, min(100, limit - len(jobs)))
             params = {k: v for k, v in params.items() if v is not None}
-            page = self._call("list", params, "GET", "/jobs", query=params)
+            page = self._call("list", params)
             jobs.extend(page.get("jobs", []))
             token = page.get("next_token")
             if not token or (limit is not None and len(jobs) >= limit):
@@ -443,18 +443,10 @@ class LauncherClient:
         return [e for e in events if e.get("logStreamName", "").startswith(prefix)]
 
     # ------------------------------------------------------------- transport
-    def _call(
-        self,
-        action: str,
-        params: dict[str, Any],
-        method: str,
-        path: str,
-        *,
-        query: dict[str, Any] | None = None,
-    ) -> Any:
+    def _call(self, action: str, params: dict[str, Any]) -> Any:
         if self.transport == "http":
-            body = params if method == "POST" and action == "submit" else None
-            return self._http(method, path, body, query)
+            route = route_for(action)
+            return self._http(route.method, route.url_path(params), route.body(params))
         return self._invoke({"action": action, **params})
 
     def _invoke(self, event: dict[str, Any]) -> Any:
@@ -492,14 +484,8 @@ class LauncherClient:
             raise LauncherError("UpstreamError", f"the launcher answered with {raw[:200]!r}")
         return body
 
-    def _http(
-        self, method: str, path: str, body: dict[str, Any] | None, query: dict[str, Any] | None
-    ) -> Any:
+    def _http(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
         url = self.api_url.rstrip("/") + path
-        if query:
-            url += "?" + urllib.parse.urlencode(
-                {k: str(v) for k, v in query.items()}, quote_via=urllib.parse.quote
-            )
         data = None if body is None else json.dumps(body).encode("utf-8")
         headers = {"content-type": "application/json"} if data is not None else {}
         credentials = self.session.get_credentials()
@@ -533,7 +519,8 @@ class LauncherClient:
         message = parsed.get("message") if isinstance(parsed, dict) else None
         message = message or raw[:200].decode("utf-8", "replace") or "no body"
         kind = {403: "Forbidden", 401: "Forbidden", 404: "NotFound"}.get(status, "UpstreamError")
-        raise LauncherError(kind, f"HTTP {status} from {method} {path}: {message}", None, status)
+        where = path.split("?")[0]
+        raise LauncherError(kind, f"HTTP {status} from {method} {where}: {message}", None, status)
 
     def _api_region(self) -> str:
         match = _API_REGION_RE.search(self.api_url)
@@ -549,10 +536,6 @@ class LauncherClient:
             except NoRegionError:
                 raise LauncherError("ConfigError", "no AWS region configured") from None
         return self._clients[service]
-
-
-def _seg(name: str) -> str:
-    return urllib.parse.quote(name, safe="")
 
 
 def _code(exc: ClientError) -> str:

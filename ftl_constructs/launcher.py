@@ -29,19 +29,10 @@ from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
 from jobmodel import dump_catalog
 from jobmodel.platform import PlatformConfig
+from jobmodel.routes import ROUTES
 from jobmodel.teams import TeamsConfig
 
 HTTP_ALIAS = "http"
-
-# The HTTP API's routes (method, path); every route needs IAM auth and goes to the `http` alias.
-ROUTES = (
-    ("POST", "/jobs"),
-    ("GET", "/jobs"),
-    ("GET", "/jobs/{job_name}"),
-    ("POST", "/jobs/{job_name}/stop"),
-    ("GET", "/templates"),
-    ("GET", "/whoami"),
-)
 
 
 class JobLauncher(Construct):
@@ -55,7 +46,7 @@ class JobLauncher(Construct):
         function: the trigger Lambda.
         version: its published version (aliases point at it).
         http_alias: the ``http`` alias, the only function the HTTP API invokes.
-        api: the HTTP API; ``api_url`` its invoke URL; ``routes`` its (method, path) pairs.
+        api: the HTTP API; ``api_url`` its invoke URL; ``routes`` its routes (``jobmodel.routes``).
         source_asset: the training source (``sourcedir.tar.gz``) as an S3 asset.
         environment: the trigger's environment (also what job events need of it).
     """
@@ -243,10 +234,11 @@ class JobLauncher(Construct):
             self.http_alias,
             payload_format_version=apigw.PayloadFormatVersion.VERSION_2_0,
         )
+        # Every route needs IAM auth and goes to the `http` alias.
         self.routes = ROUTES
-        for method, path in ROUTES:
+        for route in ROUTES:
             self.api.add_routes(
-                path=path, methods=[apigw.HttpMethod(method)], integration=integration
+                path=route.path, methods=[apigw.HttpMethod(route.method)], integration=integration
             )
         access_logs = logs.LogGroup(
             self,

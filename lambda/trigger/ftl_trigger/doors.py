@@ -22,9 +22,9 @@ from ftl_trigger.identity import (
     qualifier_of,
 )
 from jobmodel import HTTP_STATUS, JobModelError, NotFound, ValidationError
+from jobmodel.routes import ACTIONS, match
 from jobmodel.teams import TeamsConfig
 
-ACTIONS = ("submit", "describe", "stop", "list", "templates", "whoami")
 MAX_BODY_BYTES = 64 * 1024
 __all__ = ["DIRECT_INVOKE", "Call", "is_http", "parse"]
 
@@ -97,27 +97,23 @@ def _parse_http(event: dict[str, Any], teams: TeamsConfig) -> Call:
 def _route(
     event: dict[str, Any], method: str, parts: list[str], path: str
 ) -> tuple[str, dict[str, Any]]:
-    if parts == ["jobs"] and method == "POST":
+    found = match(method, parts)
+    if found is None:
+        raise NotFound(f"no route for {_show(method)} {_show(path)}", field="path")
+    route, params = found
+    if route.params == "body":
         body = _json_body(event)
         if "action" in body:
             raise ValidationError(
                 "action", "action is not allowed in an HTTP body; the route chooses it"
             )
-        return "submit", body
-    if parts == ["jobs"] and method == "GET":
+        return route.action, body
+    if route.params == "query":
         query = dict(event.get("queryStringParameters") or {})
         if "limit" in query:
             query["limit"] = _int_param("limit", query["limit"])
-        return "list", query
-    if parts == ["templates"] and method == "GET":
-        return "templates", {}
-    if parts == ["whoami"] and method == "GET":
-        return "whoami", {}
-    if len(parts) == 2 and parts[0] == "jobs" and method == "GET":
-        return "describe", {"job_name": parts[1]}
-    if len(parts) == 3 and parts[0] == "jobs" and parts[2] == "stop" and method == "POST":
-        return "stop", {"job_name": parts[1]}
-    raise NotFound(f"no route for {_show(method)} {_show(path)}", field="path")
+        return route.action, query
+    return route.action, dict(params)
 
 
 def _user_arn(ctx: dict[str, Any]) -> str | None:
