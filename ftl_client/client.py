@@ -25,7 +25,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
-from jobmodel.contract import HTTP_STATUS, TERMINAL_STATUSES
+from jobmodel.contract import TERMINAL_STATUSES
+from jobmodel.errors import ERROR_TYPES, HTTP_STATUS
 from jobmodel.routes import route_for
 
 DEFAULT_STACK = "ftl-launcher"
@@ -36,7 +37,7 @@ INTERRUPTED = "Interrupted"
 
 # Errors the caller can fix by changing the request or the client's configuration.
 CLIENT_ERRORS = frozenset(
-    {"ValidationError", "NotFound", "Conflict", "ConfigError", "Forbidden", "QuotaExceeded"}
+    {name for name, error in ERROR_TYPES.items() if error.caller_fixable} | {"ConfigError"}
 )
 
 _API_REGION_RE = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", re.IGNORECASE)

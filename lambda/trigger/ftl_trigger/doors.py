@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ftl_trigger.errors import UpstreamError
 from ftl_trigger.identity import (
     DIRECT_INVOKE,
     HTTP_ALIAS,
@@ -21,7 +20,7 @@ from ftl_trigger.identity import (
     http_caller,
     qualifier_of,
 )
-from jobmodel import HTTP_STATUS, JobModelError, NotFound, ValidationError
+from jobmodel import JobModelError, NotFound, UpstreamError, ValidationError
 from jobmodel.routes import ACTIONS, match
 from jobmodel.teams import TeamsConfig
 
@@ -174,7 +173,7 @@ def error_response(event: Any, err: JobModelError, *, http: bool = True) -> dict
     """The error object; HTTP-shaped only for an HTTP event that came through the HTTP door."""
     body = err.to_dict()
     if http and is_http(event):
-        return _http(HTTP_STATUS.get(err.type, 500), body)
+        return _http(err.status, body)
     return body
 
 

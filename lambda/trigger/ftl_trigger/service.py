@@ -16,7 +16,6 @@ from botocore.exceptions import (
 )
 
 from ftl_trigger.doors import Call
-from ftl_trigger.errors import CapacityError, Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
 from ftl_trigger.ledger import Ledger
 from ftl_trigger.paging import Signer
@@ -31,6 +30,7 @@ from jobmodel import (
     ValidationError,
     validate_job_name,
 )
+from jobmodel.errors import CapacityError, Conflict, Throttled, UpstreamError
 from jobmodel.pricing import cost_usd
 
 LOG = logging.getLogger("ftl.trigger")

@@ -13,8 +13,8 @@ from tests.lambda_support import ROOT
 
 sys.path.insert(0, str(ROOT / "lambda" / "trigger"))
 from ftl_trigger import batch  # noqa: E402
-from ftl_trigger.errors import Conflict, Throttled, UpstreamError  # noqa: E402
 from jobmodel import NotFound, ValidationError  # noqa: E402
+from jobmodel.errors import Conflict, Throttled, UpstreamError  # noqa: E402
 from jobmodel.queue_state import STOP_REASON  # noqa: E402
 
 QUEUE = "arn:aws:batch:us-east-1:123456789012:job-queue/ftl-training"
