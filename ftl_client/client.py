@@ -27,12 +27,13 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, 
 
 from jobmodel.contract import TERMINAL_STATUSES
 from jobmodel.errors import ERROR_TYPES, HTTP_STATUS
+from jobmodel.names import TRAINING_LOG_GROUP
 from jobmodel.routes import route_for
 
 DEFAULT_STACK = "ftl-launcher"
 TRANSPORTS = ("invoke", "http")
 SUCCEEDED = "Completed"
-LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+LOG_GROUP = TRAINING_LOG_GROUP
 INTERRUPTED = "Interrupted"
 
 # Errors the caller can fix by changing the request or the client's configuration.

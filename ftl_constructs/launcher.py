@@ -28,6 +28,7 @@ from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
 from jobmodel import dump_catalog
+from jobmodel.names import ENV_JOB_TABLE, ENV_PRICES, ENV_TEAM_ROLES, JOB_INDEX, TEAM_INDEX
 from jobmodel.platform import PlatformConfig
 from jobmodel.routes import ROUTES
 from jobmodel.teams import TeamsConfig
@@ -106,13 +107,13 @@ class JobLauncher(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
         self.table.add_global_secondary_index(
-            index_name="by-created",
+            index_name=JOB_INDEX,
             partition_key=dynamodb.Attribute(name="gsi_pk", type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
         )
         # One team's jobs newest first (teams deployments; sparse: only jobs with a team).
         self.table.add_global_secondary_index(
-            index_name="by-team",
+            index_name=TEAM_INDEX,
             partition_key=dynamodb.Attribute(name="team", type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
         )
@@ -134,17 +135,17 @@ class JobLauncher(Construct):
             if in_vpc and security_group
             else (),
         ).to_env()
-        environment["FTL_JOB_TABLE"] = self.table.table_name
+        environment[ENV_JOB_TABLE] = self.table.table_name
         # What the job-events handler needs too: the teams and the price overrides.
         self.shared_environment: dict[str, str] = {}
         if teams.enabled:
             self.shared_environment.update(teams.to_env())
-            environment["FTL_TEAM_ROLES"] = json.dumps(
+            environment[ENV_TEAM_ROLES] = json.dumps(
                 {name: role.role.role_arn for name, role in sorted(team_roles.items())},
                 separators=(",", ":"),
             )
         if prices:
-            self.shared_environment["FTL_PRICES"] = json.dumps(
+            self.shared_environment[ENV_PRICES] = json.dumps(
                 prices, sort_keys=True, separators=(",", ":")
             )
         environment.update(self.shared_environment)

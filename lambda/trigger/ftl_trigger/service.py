@@ -31,6 +31,7 @@ from jobmodel import (
     validate_job_name,
 )
 from jobmodel.errors import CapacityError, Conflict, Throttled, UpstreamError
+from jobmodel.names import JOB_INDEX, TEAM_INDEX, timestamp
 from jobmodel.pricing import cost_usd
 
 LOG = logging.getLogger("ftl.trigger")
@@ -161,7 +162,7 @@ class Launcher(SubmitFlow):
         next_token = params.get("next_token")
         if next_token is not None and (not isinstance(next_token, str) or len(next_token) > 2048):
             raise ValidationError("next_token", "next_token is not one this launcher returned")
-        index, start = "by-team" if team else "by-created", None
+        index, start = TEAM_INDEX if team else JOB_INDEX, None
         if next_token is not None:
             token_index, start = self._ledger_call(self.signer.verify, caller.scope, next_token)
             if token_index != index:
@@ -242,7 +243,7 @@ class Launcher(SubmitFlow):
         return _ambiguous(exc)
 
     def _stamp(self) -> str:
-        return self.rt.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return timestamp(self.rt.now())
 
     def _ledger_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
