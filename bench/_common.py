@@ -1,4 +1,7 @@
-"""Helpers shared by the benchmarks: statistics, the trigger asset, subprocess timing, env."""
+"""Helpers shared by the benchmarks: statistics, the trigger asset, subprocess timing, env.
+
+The fixtures tests use too (account, ARNs, image, trigger env) live in ``testsupport``.
+"""
 
 from __future__ import annotations
 
@@ -15,33 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testsupport import IMAGE, REGION, TRIGGER_ENV
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-
-ACCOUNT = "123456789012"
-REGION = "us-east-1"
-ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/ftl-training"
-KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
-IMAGE = (
-    "763104351884.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:"
-    "2.5.1-transformers4.49.0-gpu-py311-cu124-ubuntu22.04"
-)
-
-# The trigger's environment as the launcher stack sets it (values from the sandbox test set-up).
-TRIGGER_ENV = {
-    "FTL_PLATFORM_NAME": "ftl",
-    "FTL_REGION": REGION,
-    "FTL_ROLE_ARN": ROLE_ARN,
-    "FTL_DATA_BUCKET": "ftl-data",
-    "FTL_CHECKPOINT_BUCKET": "ftl-checkpoints",
-    "FTL_ARTIFACT_BUCKET": "ftl-artifacts",
-    "FTL_KMS_KEY_ARN": KEY_ARN,
-    "FTL_SOURCE_S3_URI": "s3://cdk-assets/sourcedir.tar.gz",
-    "FTL_JOB_TABLE": "ftl-jobs",
-    "FTL_PLATFORM_TAGS": json.dumps({"project": "fine-tuning-platform"}),
-    "FTL_ALLOWED_INPUT_BUCKETS": "",
-}
-
 
 # A representative request: a multi-node smddp job with overrides, both channels and tags.
 REQUEST = {

@@ -35,9 +35,7 @@ from typing import Any
 
 from bench._common import (
     PYTHON,
-    REGION,
     ROOT,
-    TRIGGER_ENV,
     Timed,
     fmt_ms,
     median,
@@ -48,6 +46,7 @@ from bench._common import (
     write_json,
 )
 from ftl_constructs.bundling import BOTOCORE_DATA
+from testsupport import REGION, TRIGGER_ENV
 
 TARGET = 8.0
 

@@ -33,7 +33,6 @@ from typing import Any
 
 from bench._common import (
     REQUEST,
-    TRIGGER_ENV,
     fmt_ms,
     launcher_renderer,
     offline_env,
@@ -42,6 +41,7 @@ from bench._common import (
     trigger_asset,
     write_json,
 )
+from testsupport import ACCOUNT, REGION, TRIGGER_ENV
 
 TARGET_P99_S = 0.002
 
@@ -112,7 +112,7 @@ def launcher_full_path(iterations: int) -> dict[str, float]:
         dynamodb = Stubber(runtime.dynamodb)
         sagemaker.activate()
         dynamodb.activate()
-        arn = "arn:aws:sagemaker:us-east-1:123456789012:training-job/"
+        arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-job/"
 
         def queue(_: int) -> None:
             dynamodb.add_response("get_item", {})

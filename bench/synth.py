@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._common import PYTHON, ROOT, fmt_ms, median, tempdir, write_json
+from testsupport import REGION
 
 TARGET = 1.3
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
@@ -79,8 +80,8 @@ def synth_env() -> dict[str, str]:
         AWS_EC2_METADATA_DISABLED="true",
         CDK_DISABLE_VERSION_CHECK="1",
         JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20",
-        AWS_REGION="us-east-1",
-        AWS_DEFAULT_REGION="us-east-1",
+        AWS_REGION=REGION,
+        AWS_DEFAULT_REGION=REGION,
     )
     return env
 

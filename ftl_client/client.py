@@ -7,178 +7,35 @@ object into :class:`LauncherError`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import boto3
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
+from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
 
-from jobmodel.contract import HTTP_STATUS, TERMINAL_STATUSES
+from ftl_client import transport
+from ftl_client.errors import LauncherError, aws_code, aws_error, aws_message
+from ftl_client.progress import (  # noqa: F401 (the client's public names)
+    Progress,
+    interruptions_of,
+    metrics_of,
+    parse_time,
+)
+from jobmodel.contract import TERMINAL_STATUSES
+from jobmodel.names import TRAINING_LOG_GROUP
+from jobmodel.routes import route_for
 
 DEFAULT_STACK = "ftl-launcher"
 TRANSPORTS = ("invoke", "http")
-SUCCEEDED = "Completed"
-LOG_GROUP = "/aws/sagemaker/TrainingJobs"
-INTERRUPTED = "Interrupted"
-
-# Errors the caller can fix by changing the request or the client's configuration.
-CLIENT_ERRORS = frozenset(
-    {"ValidationError", "NotFound", "Conflict", "ConfigError", "Forbidden", "QuotaExceeded"}
-)
+LOG_GROUP = TRAINING_LOG_GROUP
 
 _API_REGION_RE = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", re.IGNORECASE)
-
-
-class LauncherError(Exception):
-    """A failure reported by the launcher (the contract's error object) or by the client.
-
-    ``type`` is the contract's error type (``ValidationError``, ``NotFound``, ...) or, for
-    failures before the launcher answered, ``ConfigError`` (the launcher cannot be found or
-    called as configured), ``AwsError`` (an AWS call failed), ``ConnectionError``,
-    ``Forbidden`` (the HTTP API refused the signature) or ``FunctionError`` (the function
-    crashed instead of answering).
-    """
-
-    def __init__(
-        self,
-        type: str,
-        message: str,
-        field: str | None = None,
-        http_status: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.type = type
-        self.message = message
-        self.field = field
-        self.http_status = http_status if http_status is not None else HTTP_STATUS.get(type)
-
-    @property
-    def is_client_error(self) -> bool:
-        """True when the caller can fix it (bad request, unknown name, configuration)."""
-        return self.type in CLIENT_ERRORS
-
-    def line(self) -> str:
-        """One line: ``error: <type>: <message> (field: <field>)``."""
-        text = f"error: {self.type}: {self.message}"
-        if self.field:
-            text += f" (field: {self.field})"
-        return text
-
-    def __str__(self) -> str:
-        return self.line()[len("error: ") :]
-
-    def __repr__(self) -> str:
-        return (
-            f"LauncherError(type={self.type!r}, message={self.message!r}, "
-            f"field={self.field!r}, http_status={self.http_status!r})"
-        )
-
-    @classmethod
-    def from_body(cls, body: Any, http_status: int | None = None) -> LauncherError | None:
-        """The error in a contract response body, or None when the body is not an error."""
-        if not isinstance(body, dict) or not isinstance(body.get("error"), dict):
-            return None
-        err = body["error"]
-        return cls(
-            str(err.get("type") or "UpstreamError"),
-            str(err.get("message") or "the launcher gave no message"),
-            err.get("field"),
-            http_status,
-        )
-
-
-@dataclass
-class Progress:
-    """What a watcher knows about a job so far; passed to ``on_update`` after each poll."""
-
-    job: dict[str, Any]
-    started_at: datetime
-    interruptions: int = 0
-    polls: int = 0
-    changed: bool = True
-    history: list[tuple[str, str | None]] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return str(self.job.get("job_name", ""))
-
-    @property
-    def status(self) -> str:
-        return str(self.job.get("status") or "Unknown")
-
-    @property
-    def secondary_status(self) -> str | None:
-        return self.job.get("secondary_status")
-
-    @property
-    def done(self) -> bool:
-        return self.status in TERMINAL_STATUSES
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status == SUCCEEDED
-
-    def elapsed(self, now: datetime | None = None) -> float:
-        """Seconds since the job was created (or since watching began when that is unknown)."""
-        now = now or datetime.now(UTC)
-        return max(0.0, (now - self.started_at).total_seconds())
-
-    def observe(self, job: dict[str, Any]) -> None:
-        """Take one poll's describe result; count transitions into ``Interrupted``."""
-        before = (self.status, self.secondary_status) if self.polls else None
-        self.job = job
-        self.polls += 1
-        now = (self.status, self.secondary_status)
-        self.changed = now != before
-        if self.changed:
-            if now[1] == INTERRUPTED and (before is None or before[1] != INTERRUPTED):
-                self.interruptions += 1
-            self.history.append(now)
-
-
-def metrics_of(described: dict[str, Any] | None) -> dict[str, float]:
-    """``FinalMetricDataList`` of a DescribeTrainingJob response as ``{name: value}``."""
-    return {
-        m["MetricName"]: float(m["Value"])
-        for m in (described or {}).get("FinalMetricDataList", [])
-        if "MetricName" in m and "Value" in m
-    }
-
-
-def interruptions_of(described: dict[str, Any] | None) -> int:
-    """How many times SageMaker's ``SecondaryStatusTransitions`` entered ``Interrupted``."""
-    transitions = (described or {}).get("SecondaryStatusTransitions", [])
-    count, previous = 0, None
-    for t in transitions:
-        status = t.get("Status")
-        if status == INTERRUPTED and previous != INTERRUPTED:
-            count += 1
-        previous = status
-    return count
-
-
-def parse_time(text: Any) -> datetime | None:
-    """An ISO-8601 timestamp (``...Z`` allowed) as an aware datetime, or None."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 class LauncherClient:
@@ -234,16 +91,16 @@ class LauncherClient:
             try:
                 stacks = cfn.describe_stacks(StackName=self.stack_name)["Stacks"]
             except ClientError as exc:
-                if "does not exist" in _message(exc):
+                if "does not exist" in aws_message(exc):
                     raise LauncherError(
                         "ConfigError",
                         f"stack {self.stack_name} not found in {self.region}; deploy the "
                         "platform, or point the client at the launcher with --stack NAME, "
                         "--function NAME or --api-url URL",
                     ) from None
-                raise _aws_error(exc, "cloudformation:DescribeStacks") from None
+                raise aws_error(exc, "cloudformation:DescribeStacks") from None
             except BotoCoreError as exc:
-                raise _aws_error(exc, "cloudformation:DescribeStacks") from None
+                raise aws_error(exc, "cloudformation:DescribeStacks") from None
             outputs = stacks[0].get("Outputs", []) if stacks else []
             self._outputs = {o["OutputKey"]: o["OutputValue"] for o in outputs}
         return self._outputs
@@ -271,7 +128,7 @@ class LauncherClient:
     # --------------------------------------------------------------- actions
     def templates(self) -> list[dict[str, Any]]:
         """The deployed catalog: every template's public view."""
-        return self._call("templates", {}, "GET", "/templates")["templates"]
+        return self._call("templates", {})["templates"]
 
     def submit(self, template: str, **fields: Any) -> dict[str, Any]:
         """Start a job from ``template``; ``fields`` are the contract's submit fields
@@ -284,18 +141,18 @@ class LauncherClient:
         request["template"] = template
         if not request.get("dry_run"):
             request.setdefault("client_token", f"ftl-{uuid.uuid4().hex}")
-        return self._call("submit", request, "POST", "/jobs")
+        return self._call("submit", request)
 
     def whoami(self) -> dict[str, Any]:
         """The caller's team, whether it is an admin, the team's limits and current use."""
-        return self._call("whoami", {}, "GET", "/whoami")
+        return self._call("whoami", {})
 
     def describe(self, name: str) -> dict[str, Any]:
-        return self._call("describe", {"job_name": name}, "GET", f"/jobs/{_seg(name)}")
+        return self._call("describe", {"job_name": name})
 
     def stop(self, name: str) -> dict[str, Any]:
         """Ask SageMaker to stop the job; a job that has already ended is returned as is."""
-        return self._call("stop", {"job_name": name}, "POST", f"/jobs/{_seg(name)}/stop")
+        return self._call("stop", {"job_name": name})
 
     def list_jobs(
         self,
@@ -319,7 +176,7 @@ class LauncherClient:
             if limit is not None:
                 params["limit"] = max(1, min(100, limit - len(jobs)))
             params = {k: v for k, v in params.items() if v is not None}
-            page = self._call("list", params, "GET", "/jobs", query=params)
+            page = self._call("list", params)
             jobs.extend(page.get("jobs", []))
             token = page.get("next_token")
             if not token or (limit is not None and len(jobs) >= limit):
@@ -412,128 +269,48 @@ class LauncherClient:
 
     def _log_events(self, logs: Any, name: str, since: int | None) -> list[dict[str, Any]]:
         prefix = f"{name}/"
+        group = {"logGroupName": LOG_GROUP}
         try:
-            streams: list[str] = []
-            kwargs: dict[str, Any] = {"logGroupName": LOG_GROUP, "logStreamNamePrefix": prefix}
-            while True:
-                page = logs.describe_log_streams(**kwargs)
-                streams += [s["logStreamName"] for s in page.get("logStreams", [])]
-                if not page.get("nextToken"):
-                    break
-                kwargs["nextToken"] = page["nextToken"]
-            streams = [s for s in streams if s.startswith(prefix)]
+            pages = logs.get_paginator("describe_log_streams").paginate(
+                **group, logStreamNamePrefix=prefix
+            )
+            streams = [
+                s["logStreamName"]
+                for page in pages
+                for s in page.get("logStreams", [])
+                if s["logStreamName"].startswith(prefix)
+            ]
             events: list[dict[str, Any]] = []
+            filtering = logs.get_paginator("filter_log_events")
             for i in range(0, len(streams), 100):  # FilterLogEvents takes 100 names at most
-                kwargs = {"logGroupName": LOG_GROUP, "logStreamNames": streams[i : i + 100]}
-                if since is not None:
-                    kwargs["startTime"] = since
-                while True:
-                    page = logs.filter_log_events(**kwargs)
+                since_arg = {} if since is None else {"startTime": since}
+                for page in filtering.paginate(
+                    **group, logStreamNames=streams[i : i + 100], **since_arg
+                ):
                     events += page.get("events", [])
-                    if not page.get("nextToken"):
-                        break
-                    kwargs["nextToken"] = page["nextToken"]
         except ClientError as exc:
-            if _code(exc) == "ResourceNotFoundException":
+            if aws_code(exc) == "ResourceNotFoundException":
                 return []  # no job has logged anything in this account and region yet
-            raise _aws_error(exc, "logs:FilterLogEvents") from None
+            raise aws_error(exc, "logs:FilterLogEvents") from None
         except BotoCoreError as exc:
-            raise _aws_error(exc, "logs:FilterLogEvents") from None
+            raise aws_error(exc, "logs:FilterLogEvents") from None
         events.sort(key=lambda e: (e["timestamp"], e.get("ingestionTime", 0)))
         return [e for e in events if e.get("logStreamName", "").startswith(prefix)]
 
     # ------------------------------------------------------------- transport
-    def _call(
-        self,
-        action: str,
-        params: dict[str, Any],
-        method: str,
-        path: str,
-        *,
-        query: dict[str, Any] | None = None,
-    ) -> Any:
+    def _call(self, action: str, params: dict[str, Any]) -> Any:
         if self.transport == "http":
-            body = params if method == "POST" and action == "submit" else None
-            return self._http(method, path, body, query)
+            route = route_for(action)
+            return self._http(route.method, route.url_path(params), route.body(params))
         return self._invoke({"action": action, **params})
 
     def _invoke(self, event: dict[str, Any]) -> Any:
-        name = self.function_name
-        try:
-            reply = self._client("lambda").invoke(
-                FunctionName=name, Payload=json.dumps(event).encode("utf-8")
-            )
-            raw = reply["Payload"].read()
-        except ClientError as exc:
-            if _code(exc) == "ResourceNotFoundException":
-                raise LauncherError(
-                    "ConfigError", f"launcher function {name} not found in {self.region}"
-                ) from None
-            raise _aws_error(exc, "lambda:Invoke") from None
-        except NoCredentialsError:
-            raise _no_credentials() from None
-        except BotoCoreError as exc:
-            raise _aws_error(exc, "lambda:Invoke") from None
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError:
-            body = None
-        if reply.get("FunctionError"):
-            detail = body if isinstance(body, dict) else {}
-            raise LauncherError(
-                "FunctionError",
-                f"the launcher function {name} failed: "
-                f"{detail.get('errorType', 'Unhandled')}: {detail.get('errorMessage', raw[:200])}",
-            )
-        error = LauncherError.from_body(body)
-        if error is not None:
-            raise error
-        if not isinstance(body, dict):
-            raise LauncherError("UpstreamError", f"the launcher answered with {raw[:200]!r}")
-        return body
+        return transport.invoke(self._client("lambda"), self.function_name, self.region, event)
 
-    def _http(
-        self, method: str, path: str, body: dict[str, Any] | None, query: dict[str, Any] | None
-    ) -> Any:
-        url = self.api_url.rstrip("/") + path
-        if query:
-            url += "?" + urllib.parse.urlencode(
-                {k: str(v) for k, v in query.items()}, quote_via=urllib.parse.quote
-            )
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        headers = {"content-type": "application/json"} if data is not None else {}
-        credentials = self.session.get_credentials()
-        if credentials is None:
-            raise _no_credentials()
-        request = AWSRequest(method=method, url=url, data=data, headers=headers)
-        SigV4Auth(credentials.get_frozen_credentials(), "execute-api", self._api_region()).add_auth(
-            request
+    def _http(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        return transport.http(
+            self.session.get_credentials(), self.api_url, self._api_region(), method, path, body
         )
-        prepared = request.prepare()
-        http_request = urllib.request.Request(
-            url, data=data, headers=dict(prepared.headers.items()), method=method
-        )
-        try:
-            with urllib.request.urlopen(http_request, timeout=120) as response:
-                status, raw = response.status, response.read()
-        except urllib.error.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise LauncherError("ConnectionError", f"could not reach {url}: {reason}") from None
-        try:
-            parsed = json.loads(raw or b"null")
-        except ValueError:
-            parsed = None
-        if 200 <= status < 300 and isinstance(parsed, dict):
-            return parsed
-        error = LauncherError.from_body(parsed, status)
-        if error is not None:
-            raise error
-        message = parsed.get("message") if isinstance(parsed, dict) else None
-        message = message or raw[:200].decode("utf-8", "replace") or "no body"
-        kind = {403: "Forbidden", 401: "Forbidden", 404: "NotFound"}.get(status, "UpstreamError")
-        raise LauncherError(kind, f"HTTP {status} from {method} {path}: {message}", None, status)
 
     def _api_region(self) -> str:
         match = _API_REGION_RE.search(self.api_url)
@@ -549,29 +326,3 @@ class LauncherClient:
             except NoRegionError:
                 raise LauncherError("ConfigError", "no AWS region configured") from None
         return self._clients[service]
-
-
-def _seg(name: str) -> str:
-    return urllib.parse.quote(name, safe="")
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _message(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Message", ""))
-
-
-def _no_credentials() -> LauncherError:
-    return LauncherError(
-        "ConfigError", "no AWS credentials found; configure a profile or set AWS_PROFILE"
-    )
-
-
-def _aws_error(exc: Exception, call: str) -> LauncherError:
-    if isinstance(exc, NoCredentialsError):
-        return _no_credentials()
-    if isinstance(exc, ClientError):
-        return LauncherError("AwsError", f"{call} failed: {_code(exc)}: {_message(exc)}")
-    return LauncherError("AwsError", f"{call} failed: {exc}")

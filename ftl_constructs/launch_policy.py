@@ -22,8 +22,9 @@ from aws_cdk import aws_kms as kms
 
 from jobmodel import TemplateSpec
 from jobmodel.instances import INSTANCE_TYPES
+from jobmodel.names import PLATFORM_TAG_KEY
 
-PLATFORM_TAG = "ftl:platform"
+PLATFORM_TAG = PLATFORM_TAG_KEY
 TEAM_TAG = "ftl:team"
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
 

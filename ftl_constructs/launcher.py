@@ -28,20 +28,12 @@ from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
 from jobmodel import dump_catalog
+from jobmodel.names import ENV_JOB_TABLE, ENV_PRICES, ENV_TEAM_ROLES, JOB_INDEX, TEAM_INDEX
 from jobmodel.platform import PlatformConfig
+from jobmodel.routes import ROUTES
 from jobmodel.teams import TeamsConfig
 
 HTTP_ALIAS = "http"
-
-# The HTTP API's routes (method, path); every route needs IAM auth and goes to the `http` alias.
-ROUTES = (
-    ("POST", "/jobs"),
-    ("GET", "/jobs"),
-    ("GET", "/jobs/{job_name}"),
-    ("POST", "/jobs/{job_name}/stop"),
-    ("GET", "/templates"),
-    ("GET", "/whoami"),
-)
 
 
 class JobLauncher(Construct):
@@ -55,7 +47,7 @@ class JobLauncher(Construct):
         function: the trigger Lambda.
         version: its published version (aliases point at it).
         http_alias: the ``http`` alias, the only function the HTTP API invokes.
-        api: the HTTP API; ``api_url`` its invoke URL; ``routes`` its (method, path) pairs.
+        api: the HTTP API; ``api_url`` its invoke URL; ``routes`` its routes (``jobmodel.routes``).
         source_asset: the training source (``sourcedir.tar.gz``) as an S3 asset.
         environment: the trigger's environment (also what job events need of it).
     """
@@ -115,13 +107,13 @@ class JobLauncher(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
         self.table.add_global_secondary_index(
-            index_name="by-created",
+            index_name=JOB_INDEX,
             partition_key=dynamodb.Attribute(name="gsi_pk", type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
         )
         # One team's jobs newest first (teams deployments; sparse: only jobs with a team).
         self.table.add_global_secondary_index(
-            index_name="by-team",
+            index_name=TEAM_INDEX,
             partition_key=dynamodb.Attribute(name="team", type=dynamodb.AttributeType.STRING),
             sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
         )
@@ -143,17 +135,17 @@ class JobLauncher(Construct):
             if in_vpc and security_group
             else (),
         ).to_env()
-        environment["FTL_JOB_TABLE"] = self.table.table_name
+        environment[ENV_JOB_TABLE] = self.table.table_name
         # What the job-events handler needs too: the teams and the price overrides.
         self.shared_environment: dict[str, str] = {}
         if teams.enabled:
             self.shared_environment.update(teams.to_env())
-            environment["FTL_TEAM_ROLES"] = json.dumps(
+            environment[ENV_TEAM_ROLES] = json.dumps(
                 {name: role.role.role_arn for name, role in sorted(team_roles.items())},
                 separators=(",", ":"),
             )
         if prices:
-            self.shared_environment["FTL_PRICES"] = json.dumps(
+            self.shared_environment[ENV_PRICES] = json.dumps(
                 prices, sort_keys=True, separators=(",", ":")
             )
         environment.update(self.shared_environment)
@@ -243,10 +235,11 @@ class JobLauncher(Construct):
             self.http_alias,
             payload_format_version=apigw.PayloadFormatVersion.VERSION_2_0,
         )
+        # Every route needs IAM auth and goes to the `http` alias.
         self.routes = ROUTES
-        for method, path in ROUTES:
+        for route in ROUTES:
             self.api.add_routes(
-                path=path, methods=[apigw.HttpMethod(method)], integration=integration
+                path=route.path, methods=[apigw.HttpMethod(route.method)], integration=integration
             )
         access_logs = logs.LogGroup(
             self,

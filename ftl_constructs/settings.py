@@ -7,97 +7,42 @@ accepts, so ``cdk synth`` fails before anything is built.
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ftl_constructs.lambda_settings import KEYS as _LAMBDA_KEYS
-from ftl_constructs.lambda_settings import LambdaSettings, LambdaSettingsError
+from ftl_constructs.lambda_settings import LambdaSettings
+from ftl_constructs.settings_parts import (
+    ACCOUNT_RE,
+    CONTEXT_PREFIX,
+    NAME_RE,
+    REGION_RE,
+    ApiSettings,
+    ContextError,
+    ExistingVpc,
+    NetworkSettings,
+    QueueSettings,
+    int_setting,
+    lambdas_setting,
+    network_setting,
+    prices_setting,
+    queue_setting,
+    string_setting,
+    teams_setting,
+)
 from jobmodel._rules import is_bucket_name
-from jobmodel.instances import INSTANCE_TYPES
-from jobmodel.teams import TeamsConfig, TeamsError
+from jobmodel.teams import TeamsConfig
 
-CONTEXT_PREFIX = "ftl:"
-
-NETWORK_MODES = ("none", "new", "existing")
-EGRESS_MODES = ("nat", "none")
-
-_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{0,19}$")
-_REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
-_ACCOUNT_RE = re.compile(r"^\d{12}$")
-_VPC_ID_RE = re.compile(r"^vpc-[0-9a-f]{8,17}$")
-_SUBNET_ID_RE = re.compile(r"^subnet-[0-9a-f]{8,17}$")
-_AZ_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$")
-_CIDR_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-8])$")
-
-
-class ContextError(ValueError):
-    """A context value is missing or invalid; the message names the key and the rule."""
-
-    def __init__(self, key: str, rule: str, got: Any = None) -> None:
-        shown = "" if got is None else f", got {got!r}"
-        super().__init__(f"cdk.json context '{CONTEXT_PREFIX}{key}': {rule}{shown}")
-        self.key = CONTEXT_PREFIX + key
-
-
-@dataclass(frozen=True)
-class ExistingVpc:
-    """An existing VPC, described fully so synth needs no account lookup."""
-
-    vpc_id: str
-    availability_zones: tuple[str, ...]
-    private_subnet_ids: tuple[str, ...]
-    route_table_ids: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class NetworkSettings:
-    mode: str = "none"
-    egress: str = "none"
-    vpc_cidr: str = "10.80.0.0/16"
-    max_azs: int = 2
-    existing: ExistingVpc | None = None
-    create_endpoints: bool = True
-
-    @property
-    def enabled(self) -> bool:
-        return self.mode != "none"
-
-
-@dataclass(frozen=True)
-class ApiSettings:
-    throttle_rate: int = 20
-    throttle_burst: int = 40
-
-
-SCHEDULERS = ("direct", "queue")
-SHARE_POLICIES = ("fairshare", "quotashare")
-
-
-@dataclass(frozen=True)
-class QueueSettings:
-    """The Batch job queue (issue 10); used only when ``scheduler`` is ``queue``.
-
-    ``capacity_instances``: the service environment's limit, in instances across all jobs.
-    ``head_timeout_minutes``: a job stuck RUNNABLE at the head of the queue for a capacity or
-    quota reason is cancelled after this long (Batch allows 10 minutes to 24 hours).
-    ``share_policy``: ``fairshare`` (shares by team weight) or ``quotashare`` (each team a
-    quota of instances that it may lend and borrow). ``wait_alarm_minutes``: the dashboard's
-    alarm when a job has waited longer than this.
-    """
-
-    scheduler: str = "direct"
-    capacity_instances: int = 16
-    head_timeout_minutes: int = 120
-    share_policy: str = "fairshare"
-    wait_alarm_minutes: int = 60
-
-    @property
-    def enabled(self) -> bool:
-        return self.scheduler == "queue"
+__all__ = [
+    "ApiSettings",
+    "ContextError",
+    "ExistingVpc",
+    "NetworkSettings",
+    "PlatformSettings",
+    "QueueSettings",
+    "retention_days",
+]
 
 
 @dataclass(frozen=True)
@@ -155,22 +100,22 @@ class PlatformSettings:
             raise ContextError(unknown[0], f"unknown key; known keys are {', '.join(_KEYS)}")
         v = {k: raw.get(k) for k in _KEYS}
 
-        name = _string(
-            v, "platformName", "ftl", _NAME_RE, "a letter then up to 19 letters, digits or '-'"
+        name = string_setting(
+            v, "platformName", "ftl", NAME_RE, "a letter then up to 19 letters, digits or '-'"
         )
-        region = _string(
+        region = string_setting(
             v,
             "region",
             default_region or "us-east-1",
-            _REGION_RE,
+            REGION_RE,
             "an AWS region name such as 'us-east-1'",
         )
         account = v["account"] if v["account"] is not None else default_account
-        if account is not None and not (isinstance(account, str) and _ACCOUNT_RE.match(account)):
+        if account is not None and not (isinstance(account, str) and ACCOUNT_RE.match(account)):
             raise ContextError("account", "a 12-digit AWS account id", account)
 
-        expiry = _int(v, "checkpointExpiryDays", 30, 1, 3650)
-        retention = _int(v, "logRetentionDays", 365, 1, 3653)
+        expiry = int_setting(v, "checkpointExpiryDays", 30, 1, 3650)
+        retention = int_setting(v, "logRetentionDays", 365, 1, 3653)
         if retention not in _LOG_RETENTION_DAYS:
             raise ContextError(
                 "logRetentionDays", f"one of {', '.join(map(str, _LOG_RETENTION_DAYS))}", retention
@@ -204,7 +149,7 @@ class PlatformSettings:
         ):
             raise ContextError("catalogFile", "a path to a JSON template catalog", catalog_file)
 
-        teams = _teams(v)
+        teams = teams_setting(v)
         if teams.enabled and extra:
             raise ContextError(
                 "extraInputBuckets",
@@ -222,14 +167,14 @@ class PlatformSettings:
             log_retention_days=retention,
             extra_input_buckets=tuple(extra),
             tags=dict(tags),
-            network=_network(v),
+            network=network_setting(v),
             teams=teams,
-            prices=_prices(v),
-            lambdas=_lambdas(v),
-            queue=_queue(v),
+            prices=prices_setting(v),
+            lambdas=lambdas_setting(v),
+            queue=queue_setting(v),
             api=ApiSettings(
-                throttle_rate=_int(v, "apiThrottleRate", 20, 1, 10000),
-                throttle_burst=_int(v, "apiThrottleBurst", 40, 1, 5000),
+                throttle_rate=int_setting(v, "apiThrottleRate", 20, 1, 10000),
+                throttle_burst=int_setting(v, "apiThrottleBurst", 40, 1, 5000),
             ),
         )
 
@@ -295,195 +240,3 @@ def retention_days(days: int) -> Any:
     from aws_cdk import aws_logs
 
     return getattr(aws_logs.RetentionDays, _RETENTION_NAMES[days])
-
-
-def _string(
-    v: Mapping[str, Any], key: str, default: str, pattern: re.Pattern[str], rule: str
-) -> str:
-    value = v[key] if v[key] is not None else default
-    if not isinstance(value, str) or not pattern.match(value):
-        raise ContextError(key, rule, value)
-    return value
-
-
-def _int(v: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = v[key] if v[key] is not None else default
-    if isinstance(value, str) and value.isdigit():  # `-c key=7` arrives as a string
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ContextError(key, f"an integer from {low} to {high}", value)
-    return value
-
-
-def _bool(v: Mapping[str, Any], key: str, default: bool) -> bool:
-    value = v[key] if v[key] is not None else default
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        value = value.lower() == "true"
-    if not isinstance(value, bool):
-        raise ContextError(key, "true or false", value)
-    return value
-
-
-def _choice(v: Mapping[str, Any], key: str, default: str, choices: tuple[str, ...]) -> str:
-    value = v[key] if v[key] is not None else default
-    if value not in choices:
-        raise ContextError(key, f"one of {', '.join(repr(c) for c in choices)}", value)
-    return value
-
-
-def _structured(v: Mapping[str, Any], key: str) -> Any:
-    """A JSON-valued key: from cdk.json it is already parsed; from ``-c key=...`` it is text."""
-    value = v[key]
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            raise ContextError(key, "JSON (a list or an object)", value) from None
-    return value
-
-
-def _teams(v: Mapping[str, Any]) -> TeamsConfig:
-    try:
-        return TeamsConfig.parse(_structured(v, "teams"), _structured(v, "admins"))
-    except TeamsError as exc:
-        raise ContextError(exc.key.removeprefix(CONTEXT_PREFIX), exc.rule, exc.got) from None
-
-
-_MAX_HOURLY_PRICE = 10_000.0
-
-
-def _prices(v: Mapping[str, Any]) -> dict[str, dict[str, float]]:
-    """``ftl:prices``: on-demand USD per instance-hour by region and instance type, merged by
-    the launcher over the shipped price table. Only the catalog's instance types are accepted."""
-    raw = _structured(v, "prices")
-    if raw is None:
-        return {}
-    if not isinstance(raw, dict):
-        raise ContextError(
-            "prices", 'an object {"<region>": {"<instance type>": <USD per hour>}}', raw
-        )
-    out: dict[str, dict[str, float]] = {}
-    for region, table in raw.items():
-        if not isinstance(region, str) or not _REGION_RE.match(region):
-            raise ContextError(
-                "prices", "keys must be AWS region names such as 'us-east-1'", region
-            )
-        where = f'prices["{region}"]'
-        if not isinstance(table, dict) or not table:
-            raise ContextError(
-                where, 'a non-empty object {"<instance type>": <USD per hour>}', table
-            )
-        out[region] = {}
-        for itype, price in table.items():
-            if itype not in INSTANCE_TYPES:
-                raise ContextError(
-                    where, "keys must be instance types of the catalog (jobmodel.instances)", itype
-                )
-            if (
-                isinstance(price, bool)
-                or not isinstance(price, int | float)
-                or not math.isfinite(price)
-                or not 0 < price <= _MAX_HOURLY_PRICE
-            ):
-                raise ContextError(
-                    f'{where}["{itype}"]',
-                    f"a price in USD per instance-hour, above 0 and at most {_MAX_HOURLY_PRICE:g}",
-                    price,
-                )
-            out[region][itype] = float(price)
-    return out
-
-
-def _lambdas(v: Mapping[str, Any]) -> LambdaSettings:
-    try:
-        return LambdaSettings.parse(v["lambdaRuntime"], v["snapStart"])
-    except LambdaSettingsError as exc:
-        raise ContextError(exc.key, exc.rule, exc.got) from None
-
-
-def _queue(v: Mapping[str, Any]) -> QueueSettings:
-    return QueueSettings(
-        scheduler=_choice(v, "scheduler", "direct", SCHEDULERS),
-        capacity_instances=_int(v, "queueCapacityInstances", 16, 1, 10_000),
-        # Batch's JobStateTimeLimitAction accepts 600 to 86400 seconds.
-        head_timeout_minutes=_int(v, "queueHeadTimeoutMinutes", 120, 10, 1440),
-        share_policy=_choice(v, "queueSharePolicy", "fairshare", SHARE_POLICIES),
-        wait_alarm_minutes=_int(v, "queueWaitAlarmMinutes", 60, 1, 10_080),
-    )
-
-
-def _network(v: Mapping[str, Any]) -> NetworkSettings:
-    mode = _choice(v, "network", "none", NETWORK_MODES)
-    egress = _choice(v, "egress", "none", EGRESS_MODES)
-    cidr = v["vpcCidr"] if v["vpcCidr"] is not None else "10.80.0.0/16"
-    if not isinstance(cidr, str) or not _CIDR_RE.match(cidr):
-        raise ContextError("vpcCidr", "an IPv4 CIDR block from /16 to /28", cidr)
-    max_azs = _int(v, "maxAzs", 2, 1, 6)
-    create_endpoints = _bool(v, "createEndpoints", True)
-
-    existing = None
-    raw = v["existingVpc"]
-    if mode == "existing":
-        rule = (
-            'an object {"vpcId": "vpc-...", "availabilityZones": [...], '
-            '"privateSubnetIds": [...], "routeTableIds": [...] (optional)}'
-        )
-        required = {"vpcId", "availabilityZones", "privateSubnetIds"}
-        if not isinstance(raw, dict) or not required <= set(raw) <= required | {"routeTableIds"}:
-            raise ContextError("existingVpc", rule, raw)
-        vpc_id, azs, subnets = raw["vpcId"], raw["availabilityZones"], raw["privateSubnetIds"]
-        if not (isinstance(vpc_id, str) and _VPC_ID_RE.match(vpc_id)):
-            raise ContextError("existingVpc", "vpcId must look like 'vpc-0123abcd'", vpc_id)
-        if not (
-            isinstance(azs, list)
-            and azs
-            and all(isinstance(a, str) and _AZ_RE.match(a) for a in azs)
-        ):
-            raise ContextError("existingVpc", "availabilityZones must be zone names", azs)
-        if not (
-            isinstance(subnets, list)
-            and 1 <= len(subnets) <= 16
-            and all(isinstance(s, str) and _SUBNET_ID_RE.match(s) for s in subnets)
-        ):
-            raise ContextError(
-                "existingVpc", "privateSubnetIds must be 1-16 'subnet-...' ids", subnets
-            )
-        if len(subnets) % len(azs):
-            raise ContextError(
-                "existingVpc",
-                "privateSubnetIds must be a multiple of the number of availabilityZones",
-                subnets,
-            )
-        tables = raw.get("routeTableIds", [])
-        if not (
-            isinstance(tables, list)
-            and all(isinstance(t, str) and t.startswith("rtb-") for t in tables)
-        ):
-            raise ContextError("existingVpc", "routeTableIds must be 'rtb-...' ids", tables)
-        if tables and len(tables) != len(subnets):
-            raise ContextError(
-                "existingVpc", "routeTableIds needs one id per private subnet", tables
-            )
-        if create_endpoints and not tables:
-            raise ContextError(
-                "existingVpc",
-                "routeTableIds is required to add the S3 gateway "
-                "endpoint (or set ftl:createEndpoints to false)",
-                raw,
-            )
-        existing = ExistingVpc(vpc_id, tuple(azs), tuple(subnets), tuple(tables))
-    elif raw is not None:
-        raise ContextError("existingVpc", "only allowed with network 'existing'", raw)
-
-    if mode != "new" and egress == "nat":
-        raise ContextError(
-            "egress", "'nat' needs network 'new' (an existing VPC brings its own routing)", egress
-        )
-    return NetworkSettings(
-        mode=mode,
-        egress=egress,
-        vpc_cidr=cidr,
-        max_azs=max_azs,
-        existing=existing,
-        create_endpoints=create_endpoints,
-    )

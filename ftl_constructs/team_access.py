@@ -18,6 +18,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge_resource
+from jobmodel.routes import Route
 from jobmodel.teams import TeamsConfig
 
 ADMIN_ALIAS = "admin"
@@ -51,14 +52,12 @@ class TeamAccess(Construct):
         *,
         version: lambda_.IVersion,
         api: apigw.IHttpApi,
-        routes: Sequence[tuple[str, str]],
+        routes: Sequence[Route],
         teams: TeamsConfig,
     ) -> None:
         super().__init__(scope, id)
         # "/jobs/{job_name}" -> "/jobs/*": one ARN per route of the API.
-        self.route_arns = [
-            api.arn_for_execute_api(method, _route_glob(path), "*") for method, path in routes
-        ]
+        self.route_arns = [api.arn_for_execute_api(r.method, r.glob, "*") for r in routes]
         self.aliases: dict[str, lambda_.Alias] = {}
         self.policies: dict[str, iam.ManagedPolicy] = {}
         for team in teams.teams:
@@ -104,7 +103,3 @@ class TeamAccess(Construct):
                 "and for a path parameter (the job name), which callers choose per request.",
             )
         return alias, policy
-
-
-def _route_glob(path: str) -> str:
-    return "/".join("*" if part.startswith("{") else part for part in path.split("/"))

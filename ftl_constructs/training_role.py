@@ -12,9 +12,9 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge, acknowledge_resource
+from jobmodel.names import TRAINING_LOG_GROUP
 
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
-TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
 
 class TrainingRole(Construct):

@@ -10,11 +10,16 @@ Lambda carries a copy at run time.
 from .catalog import CATALOG_VERSION, dump_catalog, load_catalog, shipped_catalog
 from .contract import HTTP_STATUS, JOB_STATUSES, SAGEMAKER_STATUSES, TERMINAL_STATUSES
 from .errors import (
+    ERROR_TYPES,
+    CapacityError,
+    Conflict,
     Forbidden,
     JobModelError,
     NotFound,
     QuotaExceeded,
     TemplateError,
+    Throttled,
+    UpstreamError,
     ValidationError,
 )
 from .hyperparameters import HyperparameterRule
@@ -38,8 +43,13 @@ from .template_rules import validate_template
 __all__ = [
     "CATALOG_VERSION",
     "CHECKPOINT_LOCAL_PATH",
+    "ERROR_TYPES",
     "HTTP_STATUS",
     "SAGEMAKER_STATUSES",
+    "CapacityError",
+    "Conflict",
+    "Throttled",
+    "UpstreamError",
     "Forbidden",
     "QuotaExceeded",
     "JOB_STATUSES",

@@ -1,4 +1,4 @@
-"""The launcher's public vocabulary (docs/API.md): job statuses and error types.
+"""The launcher's public vocabulary (docs/API.md): job statuses (error types: ``errors``).
 
 The trigger answers with these and the ``ftl`` client reads them, so both sides of the
 contract take them from here.
@@ -6,8 +6,7 @@ contract take them from here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
+from .errors import HTTP_STATUS
 
 __all__ = ["HTTP_STATUS", "JOB_STATUSES", "SAGEMAKER_STATUSES", "TERMINAL_STATUSES"]
 
@@ -30,17 +29,3 @@ JOB_STATUSES: tuple[str, ...] = (
 )
 # A job in one of these will not change again.
 TERMINAL_STATUSES: frozenset[str] = frozenset({"Completed", "Failed", "Stopped", "FailedToStart"})
-
-# The contract's error types and their HTTP statuses (the same for both doors).
-HTTP_STATUS: Mapping[str, int] = MappingProxyType(
-    {
-        "ValidationError": 400,
-        "Forbidden": 403,
-        "NotFound": 404,
-        "Conflict": 409,
-        "Throttled": 429,
-        "QuotaExceeded": 429,
-        "CapacityError": 503,
-        "UpstreamError": 502,
-    }
-)

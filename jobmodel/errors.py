@@ -1,21 +1,30 @@
-"""Errors raised by the job model.
+"""The contract's error types (docs/API.md, "Errors"), each with its HTTP status.
 
-``JobModelError`` and its subclasses are *caller* errors: the launcher turns
-them into the contract's error object (``to_dict()``) and an HTTP status.
-``TemplateError`` is a *platform* error found at synth time (or when the
-deployed catalog is loaded): a template that breaks a rule never deploys.
+``JobModelError`` and its subclasses are what the launcher answers with: the error object
+(``to_dict()``) and, on the HTTP door, ``status``. ``caller_fixable`` says whether the caller
+can fix it by changing the request (the ``ftl`` client reads both from ``ERROR_TYPES``).
+``TemplateError`` is a *platform* error found at synth time (or when the deployed catalog is
+loaded): a template that breaks a rule never deploys.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "ERROR_TYPES",
+    "HTTP_STATUS",
+    "CapacityError",
+    "Conflict",
     "Forbidden",
     "JobModelError",
     "NotFound",
     "QuotaExceeded",
     "TemplateError",
+    "Throttled",
+    "UpstreamError",
     "ValidationError",
 ]
 
@@ -24,6 +33,8 @@ class JobModelError(Exception):
     """Base of the errors a caller can cause; maps to the contract's error object."""
 
     type: str = "JobModelError"
+    status: int = 500
+    caller_fixable: bool = False
 
     def __init__(self, message: str, field: str | None = None) -> None:
         message = _printable(message)
@@ -56,15 +67,19 @@ class ValidationError(JobModelError):
     """A request breaks a rule; ``field`` names the offending field (``a`` or ``a.b``)."""
 
     type = "ValidationError"
+    status = 400
+    caller_fixable = True
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(message, field)
 
 
 class NotFound(JobModelError):
-    """An unknown template or job."""
+    """An unknown template, job (or another team's job), or HTTP route."""
 
     type = "NotFound"
+    status = 404
+    caller_fixable = True
 
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message, field)
@@ -74,6 +89,8 @@ class Forbidden(JobModelError):
     """The caller may not use the launcher this way (no team, several teams, wrong door)."""
 
     type = "Forbidden"
+    status = 403
+    caller_fixable = True
 
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message, field)
@@ -83,6 +100,8 @@ class QuotaExceeded(JobModelError):
     """A team limit would be exceeded; the error names the limit, its value and current use."""
 
     type = "QuotaExceeded"
+    status = 429
+    caller_fixable = True
 
     def __init__(
         self, message: str, *, limit: str, value: float, current: float, requested: float
@@ -102,6 +121,55 @@ class QuotaExceeded(JobModelError):
             requested=self.requested,
         )
         return body
+
+
+class Conflict(JobModelError):
+    """A ``client_token`` reused with another request, a job name in use, a stop too early."""
+
+    type = "Conflict"
+    status = 409
+    caller_fixable = True
+
+
+class Throttled(JobModelError):
+    """AWS kept throttling after retries."""
+
+    type = "Throttled"
+    status = 429
+
+
+class CapacityError(JobModelError):
+    """SageMaker reports a quota or capacity limit (``ResourceLimitExceeded``)."""
+
+    type = "CapacityError"
+    status = 503
+
+
+class UpstreamError(JobModelError):
+    """Any other AWS failure, or the launcher's own internal error."""
+
+    type = "UpstreamError"
+    status = 502
+
+
+# The contract's error types by name, in the order docs/API.md lists them.
+ERROR_TYPES: Mapping[str, type[JobModelError]] = MappingProxyType(
+    {
+        cls.type: cls
+        for cls in (
+            ValidationError,
+            Forbidden,
+            NotFound,
+            Conflict,
+            Throttled,
+            QuotaExceeded,
+            CapacityError,
+            UpstreamError,
+        )
+    }
+)
+# Each error type's HTTP status (the same for both doors).
+HTTP_STATUS: Mapping[str, int] = MappingProxyType({t: c.status for t, c in ERROR_TYPES.items()})
 
 
 class TemplateError(Exception):

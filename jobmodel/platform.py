@@ -9,6 +9,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 from . import _rules as R
+from .names import PLATFORM_TAG_KEY
 
 __all__ = ["PlatformConfig"]
 
@@ -39,7 +40,7 @@ class PlatformConfig:
     source_s3_uri: str
     allowed_input_buckets: tuple[str, ...] = ()
     platform_tags: Mapping[str, str] = field(default_factory=dict)
-    platform_tag_key: str = "ftl:platform"
+    platform_tag_key: str = PLATFORM_TAG_KEY
     platform_name: str = "ftl"
 
     def __post_init__(self) -> None:

@@ -15,11 +15,11 @@ from types import MappingProxyType
 from typing import Any
 
 from . import _rules as R
-from .errors import NotFound, ValidationError
-from .instances import INSTANCE_TYPES
+from . import request_parts as P
+from .errors import ValidationError
 from .platform import PlatformConfig
 from .teams import Team
-from .templates import TemplateSpec, _json_type, check_override
+from .templates import TemplateSpec
 
 __all__ = ["SUBMIT_FIELDS", "SubmitRequest", "validate_job_name", "validate_submit"]
 
@@ -40,7 +40,6 @@ SUBMIT_FIELDS: frozenset[str] = frozenset(
         "dry_run",
     }
 )
-_ALLOWED_FIELDS_TEXT = ", ".join(sorted(SUBMIT_FIELDS))
 MAX_JOB_NAME_PREFIX = 128
 
 
@@ -115,55 +114,6 @@ def validate_job_name(name: Any) -> str:
     return name
 
 
-def _opt(payload: Mapping[str, Any], key: str) -> Any:
-    """An optional field: absent and JSON null both mean 'use the default'."""
-    return payload.get(key)
-
-
-def _require_int(field_name: str, value: Any) -> int:
-    if type(value) is int and value.bit_length() > 63:
-        raise ValidationError(field_name, f"{field_name} is out of range, got {R.show(value)}")
-    if type(value) is not int:
-        raise ValidationError(
-            field_name, f"{field_name} must be an integer, got {_json_type(value)}"
-        )
-    return value
-
-
-def _bounded_int(
-    payload: Mapping[str, Any], field_name: str, default: int, high: int, template: str
-) -> int:
-    """An optional integer field from 1 to ``high``; the template's default when absent."""
-    value = _opt(payload, field_name)
-    if value is None:
-        return default
-    _require_int(field_name, value)
-    if not 1 <= value <= high:
-        raise ValidationError(
-            field_name,
-            f"{field_name} must be between 1 and {high} for template {template}, got {value}",
-        )
-    return value
-
-
-def _require_mapping(field_name: str, value: Any) -> Mapping[Any, Any]:
-    if not isinstance(value, Mapping):
-        raise ValidationError(
-            field_name, f"{field_name} must be an object, got {_json_type(value)}"
-        )
-    return value
-
-
-def _sorted_keys(mapping: Mapping[Any, Any]) -> list[Any]:
-    return sorted(mapping, key=lambda k: (type(k) is not str, str(k)))
-
-
-def _sub(field_name: str, key: Any) -> str:
-    """``field.key`` for error fields, with the key cut to a sane length."""
-    text = key if type(key) is str else str(key)
-    return f"{field_name}.{text[:100]}"
-
-
 def validate_submit(
     payload: Any,
     catalog: Mapping[str, TemplateSpec],
@@ -177,257 +127,17 @@ def validate_submit(
     or in one of the team's ``buckets``, and a template's default input prefix is read from
     under the team's prefix. Raises ``ValidationError`` (``field`` names the offending
     field, ``a.b`` for nested keys) or ``NotFound`` (unknown template, field ``template``).
+    One function per part of the request (``jobmodel.request_parts``), checked in this order.
     """
-    if not isinstance(payload, Mapping):
-        raise ValidationError(
-            "body", f"the request must be a JSON object, got {_json_type(payload)}"
-        )
-    unknown = [k for k in payload if k not in SUBMIT_FIELDS]
-    if unknown:
-        first = str(_sorted_keys(dict.fromkeys(unknown))[0])[:100]
-        raise ValidationError(
-            first, f"unknown field {first!r}; allowed fields: {_ALLOWED_FIELDS_TEXT}"
-        )
-
-    action = payload.get("action")
-    if action is not None and action != "submit":
-        raise ValidationError(
-            "action", f"action must be 'submit' for a submit request, got {R.show(action)}"
-        )
-
-    # -- template -----------------------------------------------------------------------
-    name = payload.get("template")
-    if name is None:
-        raise ValidationError("template", "template is required")
-    if type(name) is not str:
-        raise ValidationError("template", f"template must be a string, got {_json_type(name)}")
-    spec = catalog.get(name)
-    if spec is None:
-        raise NotFound(
-            f"template {R.show(name)} is not in the catalog; known templates: "
-            f"{', '.join(sorted(catalog))}",
-            field="template",
-        )
-
-    # -- job name prefix ------------------------------------------------------------------
-    raw_prefix = _opt(payload, "job_name")
-    if raw_prefix is None:
-        prefix = spec.name
-    else:
-        if type(raw_prefix) is not str:
-            raise ValidationError(
-                "job_name", f"job_name must be a string, got {_json_type(raw_prefix)}"
-            )
-        if len(raw_prefix) > MAX_JOB_NAME_PREFIX:
-            raise ValidationError(
-                "job_name",
-                f"job_name must be at most {MAX_JOB_NAME_PREFIX} characters, got {len(raw_prefix)}",
-            )
-        prefix = R.sanitize_job_prefix(raw_prefix)
-        if not prefix:
-            raise ValidationError(
-                "job_name", f"job_name must contain a letter or digit, got {R.show(raw_prefix)}"
-            )
-
-    # -- hyperparameters ------------------------------------------------------------------
-    overrides: dict[str, Any] = {}
-    raw_hp = _opt(payload, "hyperparameters")
-    if raw_hp is not None:
-        raw_hp = _require_mapping("hyperparameters", raw_hp)
-        rules = spec.overridable
-        for key in _sorted_keys(raw_hp):
-            if type(key) is not str:
-                raise ValidationError(
-                    "hyperparameters", f"hyperparameter names must be strings, got {R.show(key)}"
-                )
-            rule = rules.get(key)
-            if rule is None:
-                field_name = _sub("hyperparameters", key)
-                allowed = ", ".join(rules) or "none"
-                raise ValidationError(
-                    field_name,
-                    f"{field_name} is not overridable for template {spec.name} (overridable: "
-                    f"{allowed})",
-                )
-            overrides[key] = check_override(spec.name, key, rule, raw_hp[key])
-
-    # -- instance type and count ------------------------------------------------------------
-    instance_type = _opt(payload, "instance_type")
-    if instance_type is None:
-        instance_type = spec.default_instance_type
-    elif type(instance_type) is not str:
-        raise ValidationError(
-            "instance_type", f"instance_type must be a string, got {_json_type(instance_type)}"
-        )
-    elif instance_type not in spec.instance_types:
-        raise ValidationError(
-            "instance_type",
-            f"instance_type must be one of {', '.join(spec.instance_types)} for template "
-            f"{spec.name}, "
-            f"got {R.show(instance_type)}",
-        )
-
-    count = _bounded_int(
-        payload, "instance_count", spec.default_instance_count, spec.max_instance_count, spec.name
-    )
-    kind = spec.distribution.kind
-    if count > 1 and kind == "none":
-        raise ValidationError(
-            "instance_count",
-            f"instance_count above 1 needs a distributed template; {spec.name} has distribution "
-            "none",
-        )
-    itype = INSTANCE_TYPES.get(instance_type)
-    if itype is None:
-        raise ValidationError(
-            "instance_type", f"instance_type {instance_type} is not in the instance catalog"
-        )
-    if kind == "smddp" and not itype.smddp:
-        raise ValidationError(
-            "instance_type",
-            f"instance_type {instance_type} does not support smddp, which template {spec.name} "
-            "uses",
-        )
-    if count > 1 and not itype.efa:
-        raise ValidationError(
-            "instance_type",
-            f"instance_type {instance_type} has no EFA; multi-node jobs (instance_count {count}) "
-            "need EFA",
-        )
-
-    # -- spot and stopping condition -----------------------------------------------------------
-    spot = _opt(payload, "spot")
-    if spot is None:
-        spot = spec.spot
-    elif type(spot) is not bool:
-        raise ValidationError("spot", f"spot must be true or false, got {_json_type(spot)}")
-    if spot and not spec.checkpoint:
-        raise ValidationError(
-            "spot", f"spot needs checkpointing, which template {spec.name} turns off"
-        )
-
-    runtime = _bounded_int(
-        payload,
-        "max_runtime_seconds",
-        spec.default_runtime_seconds,
-        spec.max_runtime_seconds,
-        spec.name,
-    )
-
-    wait_limit = max(spec.max_wait_seconds, runtime)
-    max_wait = _opt(payload, "max_wait_seconds")
-    if max_wait is not None:
-        if not spot:
-            raise ValidationError(
-                "max_wait_seconds", "max_wait_seconds applies to spot jobs only (spot is false)"
-            )
-        _require_int("max_wait_seconds", max_wait)
-        if max_wait < runtime:
-            raise ValidationError(
-                "max_wait_seconds",
-                f"max_wait_seconds must be at least max_runtime_seconds ({runtime}), got "
-                f"{max_wait}",
-            )
-        if max_wait > wait_limit:
-            raise ValidationError(
-                "max_wait_seconds",
-                f"max_wait_seconds must be at most {wait_limit} for template {spec.name}, got "
-                f"{max_wait}",
-            )
-    elif spot:
-        max_wait = wait_limit
-
-    # -- inputs ------------------------------------------------------------------------------
-    channels = spec.channels
-    given: dict[str, str] = {}
-    raw_inputs = _opt(payload, "inputs")
-    if raw_inputs is not None:
-        raw_inputs = _require_mapping("inputs", raw_inputs)
-        allowed_buckets = platform.input_buckets
-        for key in _sorted_keys(raw_inputs):
-            field_name = _sub("inputs", key)
-            if type(key) is not str or key not in channels:
-                raise ValidationError(
-                    field_name,
-                    f"{field_name}: template {spec.name} has no channel {R.show(key)} "
-                    f"(channels: {', '.join(channels)})",
-                )
-            uri = raw_inputs[key]
-            if type(uri) is not str:
-                raise ValidationError(
-                    field_name, f"{field_name} must be an s3:// URI string, got {_json_type(uri)}"
-                )
-            bucket, problem = R.bucket_of_s3_uri(uri)
-            if bucket is None:
-                raise ValidationError(field_name, f"{field_name} {problem}")
-            if team is not None:
-                _check_team_input(field_name, uri, bucket, team, platform)
-            elif bucket not in allowed_buckets:
-                raise ValidationError(
-                    field_name,
-                    f"{field_name} reads bucket {bucket}, which the platform does not allow "
-                    f"(allowed: {', '.join(sorted(allowed_buckets))})",
-                )
-            given[key] = uri
-    inputs: dict[str, str] = {}
-    for channel in spec.inputs:
-        uri = given.get(channel.name)
-        if uri is None and channel.default_prefix is not None:
-            team_prefix = "" if team is None else f"{team.name}/"
-            uri = f"s3://{platform.data_bucket}/{team_prefix}{channel.default_prefix}"
-        if uri is None:
-            if channel.required:
-                field_name = f"inputs.{channel.name}"
-                raise ValidationError(
-                    field_name, f"{field_name} is required by template {spec.name}"
-                )
-            continue
-        inputs[channel.name] = uri
-
-    # -- tags ---------------------------------------------------------------------------------
-    tags: dict[str, str] = {}
-    raw_tags = _opt(payload, "tags")
-    if raw_tags is not None:
-        raw_tags = _require_mapping("tags", raw_tags)
-        platform_tags = platform.platform_tags
-        for key in _sorted_keys(raw_tags):
-            field_name = _sub("tags", key) if type(key) is str else "tags"
-            value = raw_tags[key]
-            problem = R.tag_problem(key, value)
-            if problem is not None:
-                raise ValidationError(field_name, f"{field_name}: {problem}")
-            if key[:4].lower() == R.RESERVED_TAG_PREFIX:
-                raise ValidationError(
-                    field_name, f"{field_name}: tag keys starting 'ftl:' are set by the platform"
-                )
-            if key in platform_tags:
-                raise ValidationError(
-                    field_name, f"{field_name}: tag {key!r} is set by the platform"
-                )
-            tags[key] = value
-        total = len(platform_tags.keys() | spec.tags.keys() | tags.keys()) + R.LAUNCHER_TAG_COUNT
-        total += 0 if team is None else 1  # ftl:team
-        if total > R.MAX_TAGS:
-            raise ValidationError(
-                "tags",
-                f"tags: {len(tags)} caller tags make {total} with the platform's and template's; "
-                f"SageMaker allows {R.MAX_TAGS}",
-            )
-
-    # -- client token -------------------------------------------------------------------------
-    token = _opt(payload, "client_token")
-    if token is not None and (type(token) is not str or R.CLIENT_TOKEN_RE.fullmatch(token) is None):
-        raise ValidationError(
-            "client_token",
-            f"client_token must be 1 to 64 characters of [A-Za-z0-9._:-], got {R.show(token)}",
-        )
-
-    dry_run = _opt(payload, "dry_run")
-    if dry_run is not None and type(dry_run) is not bool:
-        raise ValidationError(
-            "dry_run", f"dry_run must be true or false, got {_json_type(dry_run)}"
-        )
-
+    P.check_fields(payload, SUBMIT_FIELDS)
+    spec = P.template(payload, catalog)
+    prefix = P.job_name_prefix(payload, spec, MAX_JOB_NAME_PREFIX)
+    overrides = P.hyperparameters(payload, spec)
+    instance_type, count = P.instances(payload, spec)
+    spot, runtime, max_wait = P.spot_and_stopping(payload, spec)
+    inputs = P.inputs(payload, spec, platform, team)
+    tags = P.tags(payload, spec, platform, team)
+    token, dry_run = P.flags(payload)
     return SubmitRequest(
         template=spec.name,
         job_name_prefix=prefix,
@@ -440,21 +150,5 @@ def validate_submit(
         inputs=inputs,
         tags=tags,
         client_token=token,
-        dry_run=bool(dry_run),
-    )
-
-
-def _check_team_input(
-    field_name: str, uri: str, bucket: str, team: Team, platform: PlatformConfig
-) -> None:
-    """A team reads only ``s3://<data bucket>/<team>/...`` and the team's own buckets."""
-    if bucket in team.buckets:
-        return
-    own = f"s3://{platform.data_bucket}/{team.name}/"
-    if uri.startswith(own) and len(uri) > len(own):
-        return
-    buckets = "".join(f", s3://{b}/" for b in team.buckets)
-    raise ValidationError(
-        field_name,
-        f"{field_name} must be under {own}{buckets} (team {team.name}'s data), got {R.show(uri)}",
+        dry_run=dry_run,
     )

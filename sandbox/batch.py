@@ -46,8 +46,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-ACCOUNT = "123456789012"
-REGION = "us-east-1"
+from sandbox.deploy import ACCOUNT, REGION
+
 MAX_PAYLOAD = 10 * 1024
 SAGEMAKER_NAME_MAX = 63
 ACTIVE = ("SCHEDULED", "STARTING", "RUNNING")

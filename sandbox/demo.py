@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import boto3
 
@@ -32,7 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     with Sandbox(port=4566 if serve else None) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
-        outputs = deploy(sandbox.endpoint)
+        with unsupported_notices() as skipped:
+            outputs = deploy(sandbox.endpoint)
+        if skipped:
+            print(summary(skipped))
         timings = deploy.timings  # type: ignore[attr-defined]
         print(f"bootstrap {timings['bootstrap_s']:.1f}s, deploy {timings['deploy_s']:.1f}s")
         print(json.dumps(outputs, indent=2))
@@ -92,6 +99,40 @@ def main(argv: list[str] | None = None) -> int:
         if serve:
             _serve(sandbox.endpoint)
     return 0
+
+
+_UNSUPPORTED = re.compile(r"Tried to parse (\S+) but it's not supported")
+
+
+@contextmanager
+def unsupported_notices() -> Iterator[set[str]]:
+    """Collect moto's "Tried to parse <type> but it's not supported" warnings (one per resource,
+    from any thread) into a set of resource types instead of printing each one."""
+    skipped: set[str] = set()
+    shown = warnings.showwarning
+
+    def collect(message: Warning | str, *args: object, **kwargs: object) -> None:
+        match = _UNSUPPORTED.search(str(message))
+        if match:
+            skipped.add(match.group(1))
+        else:
+            shown(message, *args, **kwargs)  # type: ignore[arg-type]
+
+    warnings.showwarning = collect
+    warnings.filterwarnings("always", message="Tried to parse AWS::")
+    try:
+        yield skipped
+    finally:
+        warnings.showwarning = shown
+        warnings.filterwarnings("ignore", message="Tried to parse AWS::")
+
+
+def summary(skipped: set[str]) -> str:
+    """One line for the resource types the sandbox's CloudFormation does not model."""
+    return (
+        f"the sandbox (moto) does not model {len(skipped)} resource types, skipped: "
+        + ", ".join(sorted(skipped))
+    )
 
 
 def _serve(endpoint: str) -> None:

@@ -29,19 +29,11 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from jobmodel.routes import match
 from sandbox.deploy import ACCOUNT, REGION
 
 SERVICE = "execute-api"
 MAX_SKEW_S = 15 * 60
-# The contract's routes: (method, path pattern, route key).
-ROUTES = (
-    ("POST", re.compile(r"^/jobs$"), "POST /jobs"),
-    ("GET", re.compile(r"^/jobs$"), "GET /jobs"),
-    ("GET", re.compile(r"^/templates$"), "GET /templates"),
-    ("GET", re.compile(r"^/jobs/(?P<job_name>[^/]+)$"), "GET /jobs/{job_name}"),
-    ("POST", re.compile(r"^/jobs/(?P<job_name>[^/]+)/stop$"), "POST /jobs/{job_name}/stop"),
-    ("GET", re.compile(r"^/whoami$"), "GET /whoami"),
-)
 _AUTH_RE = re.compile(
     r"^AWS4-HMAC-SHA256 Credential=(?P<key>[^/,\s]+)/(?P<date>\d{8})/(?P<region>[^/,\s]+)/"
     r"(?P<service>[^/,\s]+)/aws4_request,\s*SignedHeaders=(?P<signed>[a-z0-9;\-]+),\s*"
@@ -257,11 +249,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _route(method: str, path: str) -> tuple[str, dict[str, str]] | None:
-    for route_method, pattern, key in ROUTES:
-        match = pattern.match(path)
-        if match and method == route_method:
-            return key, match.groupdict()
-    return None
+    """The route key and path parameters of the contract's route for this request, if any."""
+    if not path.startswith("/"):
+        return None
+    found = match(method, path[1:].split("/"))
+    return None if found is None else (found[0].key, found[1])
 
 
 def _message(status: int, message: str) -> tuple[int, dict[str, str], bytes]:

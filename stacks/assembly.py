@@ -5,6 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 
 from ftl_constructs.settings import PlatformSettings
+from jobmodel.names import PLATFORM_TAG_KEY
 from stacks.foundation_stack import FoundationStack
 from stacks.launcher_stack import LauncherStack
 
@@ -24,7 +25,7 @@ def build_platform(
         stack_name=settings.foundation_stack_name,
         description="Fine-tuning platform: key, buckets, training role, network",
     )
-    for key, value in {**settings.tags, "ftl:platform": settings.name}.items():
+    for key, value in {**settings.tags, PLATFORM_TAG_KEY: settings.name}.items():
         cdk.Tags.of(app).add(key, value)
     launcher = LauncherStack(
         app,

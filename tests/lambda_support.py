@@ -13,14 +13,15 @@ from typing import Any
 
 import boto3
 
-from bench._common import ACCOUNT, REGION, TRIGGER_ENV
-from bench._common import IMAGE as FAKE_IMAGE
 from jobmodel import dump_catalog, shipped_catalog
+from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_PRICES, JOB_INDEX, TEAM_INDEX
+from testsupport import ACCOUNT, REGION, TRIGGER_ENV
+from testsupport import IMAGE as FAKE_IMAGE
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-FUNCTION_ARN = f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:ftl-trigger"
+FUNCTION_ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:ftl-trigger"
 
 
 @dataclass
@@ -75,7 +76,7 @@ def create_ledger_table(dynamodb: Any, name: str) -> None:
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         GlobalSecondaryIndexes=[
             {
-                "IndexName": "by-created",
+                "IndexName": JOB_INDEX,
                 "KeySchema": [
                     {"AttributeName": "gsi_pk", "KeyType": "HASH"},
                     {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
@@ -83,7 +84,7 @@ def create_ledger_table(dynamodb: Any, name: str) -> None:
                 "Projection": {"ProjectionType": "ALL"},
             },
             {
-                "IndexName": "by-team",
+                "IndexName": TEAM_INDEX,
                 "KeySchema": [
                     {"AttributeName": "team", "KeyType": "HASH"},
                     {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
@@ -113,12 +114,12 @@ def trigger_env(endpoint: str, tmp: Path, *, table: str = "ftl-jobs") -> dict[st
     ``ml.g6.xlarge`` is left out of the test prices on purpose (an unknown price)."""
     return {
         **TRIGGER_ENV,
-        "FTL_PRICES": json.dumps(TEST_PRICES),
+        ENV_PRICES: json.dumps(TEST_PRICES),
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_DEFAULT_REGION": REGION,
         "AWS_REGION": REGION,
-        "FTL_JOB_TABLE": table,
-        "FTL_CATALOG_PATH": str(write_catalog(tmp / "catalog.json")),
+        ENV_JOB_TABLE: table,
+        ENV_CATALOG_PATH: str(write_catalog(tmp / "catalog.json")),
     }
 
 
@@ -126,7 +127,7 @@ def client(service: str, endpoint: str) -> Any:
     return boto3.client(
         service,
         endpoint_url=endpoint,
-        region_name="us-east-1",
+        region_name=REGION,
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )

@@ -19,17 +19,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobmodel.errors import HTTP_STATUS
 from tests.expected import JOB_FIELDS
 from tests.lambda_support import http_event
 
-HTTP_STATUS = {
-    "ValidationError": 400,
-    "NotFound": 404,
-    "Conflict": 409,
-    "Throttled": 429,
-    "CapacityError": 503,
-    "UpstreamError": 502,
-}
 # What a caller can cause. UpstreamError (an AWS failure or the launcher's own internal error)
 # and the capacity/throttling types must never come from input alone.
 CALLER_ERRORS = frozenset({"ValidationError", "NotFound", "Conflict"})

@@ -6,10 +6,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench._common import TRIGGER_ENV
 from jobmodel import PlatformConfig, ValidationError, shipped_catalog, validate_submit
 from jobmodel._rules import bucket_of_s3_uri
 from jobmodel.teams import TeamsConfig
+from testsupport import TRIGGER_ENV
 
 PLATFORM = PlatformConfig.from_env(TRIGGER_ENV)
 CATALOG = shipped_catalog()

@@ -9,10 +9,10 @@ import pytest
 from aws_cdk.assertions import Match
 
 from ftl_constructs.job_template import TrainingJobTemplate
-from ftl_constructs.launcher import ROUTES
 from jobmodel import TemplateError, shipped_catalog
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.platform import PlatformConfig
+from jobmodel.routes import ROUTES
 from tests.infra.synth import template
 
 

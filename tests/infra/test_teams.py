@@ -8,8 +8,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match
 
-from ftl_constructs.launcher import ROUTES
 from ftl_constructs.settings import ContextError
+from jobmodel.routes import ROUTES
 from stacks.assembly import build_platform
 from tests.infra.synth import BASE_CONTEXT, TEAMS_CONTEXT, template
 
@@ -146,8 +146,9 @@ def test_each_managed_policy_grants_exactly_its_alias_and_the_api_routes(launche
         assert api["Action"] == "execute-api:Invoke"
         routes = sorted(_text(r).split("/", 1)[1] for r in api["Resource"])
         expected = sorted(
-            f"*/{m}/" + "/".join("*" if p.startswith("{") else p for p in path.split("/")[1:])
-            for m, path in ROUTES
+            f"*/{r.method}/"
+            + "/".join("*" if p.startswith("{") else p for p in r.path[1:].split("/"))
+            for r in ROUTES
         )
         assert routes == expected
     assert seen == {"team-team-a", "team-team-b", "admin"}

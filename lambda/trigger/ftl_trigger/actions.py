@@ -17,21 +17,21 @@ from botocore.exceptions import (
 
 from ftl_trigger.adapters import Call
 from ftl_trigger.dependencies import Runtime
-from ftl_trigger.errors import CapacityError, Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
 from ftl_trigger.ledger import Ledger
 from ftl_trigger.paging import Signer
 from ftl_trigger.submit import SUBMITTING, SubmitFlow
 from ftl_trigger.usage import TeamUsage
 from jobmodel import (
-    JOB_STATUSES,
     TERMINAL_STATUSES,
     JobModelError,
     NotFound,
     ValidationError,
-    validate_job_name,
 )
+from jobmodel.errors import CapacityError, Conflict, Throttled, UpstreamError
+from jobmodel.names import JOB_INDEX, TEAM_INDEX, timestamp
 from jobmodel.pricing import cost_usd
+from jobmodel.queries import only_fields, validate_job_action, validate_list
 
 LOG = logging.getLogger("ftl.trigger")
 THROTTLE_CODES = frozenset(
@@ -43,8 +43,6 @@ THROTTLE_CODES = frozenset(
         "RequestLimitExceeded",
     }
 )
-LIST_FIELDS = frozenset({"template", "status", "limit", "next_token"})
-ADMIN_LIST_FIELDS = LIST_FIELDS | {"team"}
 
 
 class Launcher(SubmitFlow):
@@ -60,15 +58,14 @@ class Launcher(SubmitFlow):
         if call.action == "submit":
             return self.submit(call.params, caller)
         if call.action == "templates":
-            _only(call.params, frozenset())
+            only_fields(call.params, frozenset())
             return {"templates": [t.public_view() for t in self.rt.catalog.values()]}, False
         if call.action == "whoami":
-            _only(call.params, frozenset())
+            only_fields(call.params, frozenset())
             return self.whoami(caller), False
         if call.action == "list":
             return self.list_jobs(call.params, caller), False
-        _only(call.params, frozenset({"job_name"}))
-        name = validate_job_name(call.params.get("job_name"))
+        name = validate_job_action(call.params)
         if call.action == "describe":
             return self.describe(name, caller), False
         return self.stop(name, caller), False
@@ -137,40 +134,24 @@ class Launcher(SubmitFlow):
 
     # ------------------------------------------------------------------ list
     def list_jobs(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
-        _only(params, ADMIN_LIST_FIELDS if caller.admin else LIST_FIELDS)
-        team = caller.team_name if caller.teams_mode and not caller.admin else None
-        wanted = params.get("team")
-        if wanted is not None:
-            if not isinstance(wanted, str) or self.rt.teams.get(wanted) is None:
-                raise ValidationError(
-                    "team", f"team must be one of the platform's teams, got {wanted!r:.80}"
-                )
-            team = wanted
-        template = params.get("template")
-        if template is not None:
-            if not isinstance(template, str):
-                raise ValidationError("template", "template must be a string")
-            if template not in self.rt.catalog:
-                raise NotFound(f"no template named {template[:80]!r}", field="template")
-        status = params.get("status")
-        if status is not None and status not in JOB_STATUSES:
-            raise ValidationError("status", f"status must be one of {', '.join(JOB_STATUSES)}")
-        limit = params.get("limit", 50)
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
-            raise ValidationError("limit", "limit must be an integer from 1 to 100")
-        next_token = params.get("next_token")
-        if next_token is not None and (not isinstance(next_token, str) or len(next_token) > 2048):
-            raise ValidationError("next_token", "next_token is not one this launcher returned")
-        index, start = "by-team" if team else "by-created", None
+        query = validate_list(
+            params,
+            catalog=self.rt.catalog,
+            teams=self.rt.teams,
+            own_team=caller.team_name if caller.teams_mode and not caller.admin else None,
+            admin=caller.admin,
+        )
+        team, next_token = query.team, query.next_token
+        index, start = TEAM_INDEX if team else JOB_INDEX, None
         if next_token is not None:
             token_index, start = self._ledger_call(self.signer.verify, caller.scope, next_token)
             if token_index != index:
                 raise ValidationError("next_token", "next_token belongs to another listing")
         items, last = self._ledger_call(
             self.ledger.list_jobs,
-            template=template,
-            status=status,
-            limit=limit,
+            template=query.template,
+            status=query.status,
+            limit=query.limit,
             start=start,
             team=team,
         )
@@ -242,7 +223,7 @@ class Launcher(SubmitFlow):
         return _ambiguous(exc)
 
     def _stamp(self) -> str:
-        return self.rt.now().isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return timestamp(self.rt.now())
 
     def _ledger_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -300,12 +281,3 @@ def _code(exc: Exception) -> str:
     if isinstance(exc, ClientError):
         return exc.response.get("Error", {}).get("Code", "")
     return ""
-
-
-def _only(params: Mapping[str, Any], allowed: frozenset[str]) -> None:
-    unknown = sorted(str(k) for k in params if k not in allowed)
-    if unknown:
-        raise ValidationError(
-            unknown[0],
-            f"unknown field {unknown[0][:80]!r}; allowed: {', '.join(sorted(allowed)) or 'none'}",
-        )

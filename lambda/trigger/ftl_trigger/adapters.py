@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ftl_trigger.errors import UpstreamError
 from ftl_trigger.identity import (
     DIRECT_INVOKE,
     HTTP_ALIAS,
@@ -21,10 +20,10 @@ from ftl_trigger.identity import (
     http_caller,
     qualifier_of,
 )
-from jobmodel import HTTP_STATUS, JobModelError, NotFound, ValidationError
+from jobmodel import JobModelError, NotFound, UpstreamError, ValidationError
+from jobmodel.routes import ACTIONS, match
 from jobmodel.teams import TeamsConfig
 
-ACTIONS = ("submit", "describe", "stop", "list", "templates", "whoami")
 MAX_BODY_BYTES = 64 * 1024
 __all__ = ["DIRECT_INVOKE", "Call", "is_http", "parse"]
 
@@ -97,27 +96,23 @@ def _parse_http(event: dict[str, Any], teams: TeamsConfig) -> Call:
 def _route(
     event: dict[str, Any], method: str, parts: list[str], path: str
 ) -> tuple[str, dict[str, Any]]:
-    if parts == ["jobs"] and method == "POST":
+    found = match(method, parts)
+    if found is None:
+        raise NotFound(f"no route for {_show(method)} {_show(path)}", field="path")
+    route, params = found
+    if route.params == "body":
         body = _json_body(event)
         if "action" in body:
             raise ValidationError(
                 "action", "action is not allowed in an HTTP body; the route chooses it"
             )
-        return "submit", body
-    if parts == ["jobs"] and method == "GET":
+        return route.action, body
+    if route.params == "query":
         query = dict(event.get("queryStringParameters") or {})
         if "limit" in query:
             query["limit"] = _int_param("limit", query["limit"])
-        return "list", query
-    if parts == ["templates"] and method == "GET":
-        return "templates", {}
-    if parts == ["whoami"] and method == "GET":
-        return "whoami", {}
-    if len(parts) == 2 and parts[0] == "jobs" and method == "GET":
-        return "describe", {"job_name": parts[1]}
-    if len(parts) == 3 and parts[0] == "jobs" and parts[2] == "stop" and method == "POST":
-        return "stop", {"job_name": parts[1]}
-    raise NotFound(f"no route for {_show(method)} {_show(path)}", field="path")
+        return route.action, query
+    return route.action, dict(params)
 
 
 def _user_arn(ctx: dict[str, Any]) -> str | None:
@@ -178,7 +173,7 @@ def error_response(event: Any, err: JobModelError, *, http: bool = True) -> dict
     """The error object; HTTP-shaped only for an HTTP event that came through the HTTP door."""
     body = err.to_dict()
     if http and is_http(event):
-        return _http(HTTP_STATUS.get(err.type, 500), body)
+        return _http(err.status, body)
     return body
 
 

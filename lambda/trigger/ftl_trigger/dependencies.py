@@ -15,6 +15,7 @@ from botocore.config import Config
 
 from ftl_trigger import aws
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
+from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES
 from jobmodel.pricing import PriceTable
 from jobmodel.teams import TeamsConfig
 
@@ -52,11 +53,11 @@ class Runtime:
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
         env = os.environ if env is None else env
         platform = PlatformConfig.from_env(env)
-        catalog_path = Path(env.get("FTL_CATALOG_PATH") or DEFAULT_CATALOG)
+        catalog_path = Path(env.get(ENV_CATALOG_PATH) or DEFAULT_CATALOG)
         catalog = load_catalog(catalog_path)
-        table = env.get("FTL_JOB_TABLE")
+        table = env.get(ENV_JOB_TABLE)
         if not table:
-            raise ValueError("environment variable FTL_JOB_TABLE is required")
+            raise ValueError(f"environment variable {ENV_JOB_TABLE} is required")
         teams = TeamsConfig.from_env(env)
         session = aws.session()
         return cls(
@@ -83,7 +84,7 @@ class Runtime:
 
 def team_roles(env: Mapping[str, str], teams: TeamsConfig) -> dict[str, str]:
     """``FTL_TEAM_ROLES``: team -> training role ARN; every team needs one in teams mode."""
-    raw = env.get("FTL_TEAM_ROLES") or "{}"
+    raw = env.get(ENV_TEAM_ROLES) or "{}"
     try:
         roles = json.loads(raw)
     except ValueError as exc:

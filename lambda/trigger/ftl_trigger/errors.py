@@ -1,21 +1,11 @@
-"""The contract's error types that come from AWS rather than from the request."""
+"""The contract's error types that come from AWS rather than from the request.
+
+They live with the others, each with its HTTP status, in ``jobmodel.errors``; this name
+stays for the modules that import them from here.
+"""
 
 from __future__ import annotations
 
-from jobmodel import JobModelError
+from jobmodel.errors import CapacityError, Conflict, Throttled, UpstreamError
 
-
-class Conflict(JobModelError):
-    type = "Conflict"
-
-
-class Throttled(JobModelError):
-    type = "Throttled"
-
-
-class CapacityError(JobModelError):
-    type = "CapacityError"
-
-
-class UpstreamError(JobModelError):
-    type = "UpstreamError"
+__all__ = ["CapacityError", "Conflict", "Throttled", "UpstreamError"]

@@ -22,8 +22,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-JOB_INDEX = "by-created"
-TEAM_INDEX = "by-team"
+from jobmodel.names import JOB_INDEX, TEAM_INDEX
+
 JOB = "job#"
 TOKEN = "token#"
 

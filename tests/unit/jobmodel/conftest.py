@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import jobmodel as jm
-from bench._common import IMAGE as FAKE_IMAGE
+from testsupport import IMAGE as FAKE_IMAGE
 
 
 @pytest.fixture(scope="session")

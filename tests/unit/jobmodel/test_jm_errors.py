@@ -1,34 +1,39 @@
-"""Error objects: the contract's shape."""
+"""The error types against docs/API.md's error table; the error object each one answers with."""
 
 from __future__ import annotations
 
-import jobmodel as jm
+import re
+from pathlib import Path
+
+from jobmodel.errors import (
+    ERROR_TYPES,
+    HTTP_STATUS,
+    Conflict,
+    QuotaExceeded,
+    UpstreamError,
+    ValidationError,
+)
+
+API_MD = Path(__file__).resolve().parents[3] / "docs" / "API.md"
 
 
-def test_validation_error_to_dict_has_field() -> None:
-    err = jm.ValidationError("instance_count", "instance_count must be between 1 and 16, got 40")
-    assert err.to_dict() == {
-        "error": {
-            "type": "ValidationError",
-            "message": "instance_count must be between 1 and 16, got 40",
-            "field": "instance_count",
-        }
+def test_every_documented_type_has_its_documented_status():
+    rows = re.findall(r"^\| `(\w+)` \| (\d{3}) \|", API_MD.read_text(), re.M)
+    assert [(t, int(s)) for t, s in rows] == list(HTTP_STATUS.items())
+    assert all(cls.type == name for name, cls in ERROR_TYPES.items())
+
+
+def test_error_objects():
+    assert ValidationError("limit", "too big").to_dict() == {
+        "error": {"type": "ValidationError", "message": "too big", "field": "limit"}
     }
-    assert isinstance(err, jm.JobModelError)
-    assert str(err) == err.message
+    assert Conflict("in use").to_dict() == {"error": {"type": "Conflict", "message": "in use"}}
+    assert UpstreamError("boom").status == 502
+    quota = QuotaExceeded("over", limit="max_instances", value=4, current=3, requested=2)
+    assert quota.to_dict()["error"]["limit_value"] == 4
+    assert quota.status == 429
 
 
-def test_not_found_omits_missing_field() -> None:
-    err = jm.NotFound("no such job")
-    assert err.type == "NotFound"
-    assert err.field is None
-    assert err.to_dict() == {"error": {"type": "NotFound", "message": "no such job"}}
-    assert jm.NotFound("x", field="template").to_dict()["error"]["field"] == "template"
-
-
-def test_template_error_names_template_and_rule() -> None:
-    err = jm.TemplateError("bert-large-qa", "smddp-instance", "ml.g5.xlarge lacks smddp")
-    assert (err.template, err.rule) == ("bert-large-qa", "smddp-instance")
-    assert "bert-large-qa" in str(err)
-    assert "smddp-instance" in str(err)
-    assert not isinstance(err, jm.JobModelError)
+def test_only_request_and_caller_problems_are_caller_fixable():
+    fixable = {name for name, cls in ERROR_TYPES.items() if cls.caller_fixable}
+    assert fixable == {"ValidationError", "Forbidden", "NotFound", "Conflict", "QuotaExceeded"}

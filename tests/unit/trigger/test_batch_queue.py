@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 
-from tests.lambda_support import ROOT
-
-sys.path.insert(0, str(ROOT / "lambda" / "trigger"))
-from ftl_trigger import batch  # noqa: E402
-from ftl_trigger.errors import Conflict, Throttled, UpstreamError  # noqa: E402
-from jobmodel import NotFound, ValidationError  # noqa: E402
-from jobmodel.queue_state import STOP_REASON  # noqa: E402
+from ftl_trigger import batch
+from jobmodel import NotFound, ValidationError
+from jobmodel.errors import Conflict, Throttled, UpstreamError
+from jobmodel.queue_state import STOP_REASON
 
 QUEUE = "arn:aws:batch:us-east-1:123456789012:job-queue/ftl-training"
 JOB_ARN = "arn:aws:batch:us-east-1:123456789012:service-job/j-1"

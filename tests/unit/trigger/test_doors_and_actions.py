@@ -7,9 +7,9 @@ import json
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from bench._common import ROLE_ARN
 from tests.expected import JOB_FIELDS, SHIPPED_TEMPLATES
 from tests.lambda_support import http_event
+from testsupport import ROLE_ARN
 
 
 def body(resp):

@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from bench._common import ACCOUNT
 from tests.lambda_support import client, create_ledger_table, http_event, load_handler, trigger_env
 from tests.unit.trigger.conftest import TRIGGER_DIR, Launcher
+from testsupport import ACCOUNT
 
 ROLE_A = f"arn:aws:iam::{ACCOUNT}:role/ftl-alpha-training"
 ROLE_B = f"arn:aws:iam::{ACCOUNT}:role/ftl-beta-training"

@@ -1,0 +1,43 @@
+"""Names the platform's parts share: written once here, read by synth, the Lambdas and the client.
+
+Standard library only, like the rest of the job model.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+__all__ = [
+    "ENV_CATALOG_PATH",
+    "ENV_JOB_TABLE",
+    "ENV_PRICES",
+    "ENV_TEAM_ROLES",
+    "JOB_INDEX",
+    "PLATFORM_TAG_KEY",
+    "TEAM_INDEX",
+    "TRAINING_LOG_GROUP",
+    "timestamp",
+]
+
+# The ledger's global secondary indexes: every job newest first, and one team's jobs newest
+# first (sparse: only jobs with a team).
+JOB_INDEX = "by-created"
+TEAM_INDEX = "by-team"
+
+# The tag every training job the launcher starts carries (value: the platform's name); the
+# launch policy allows describe and stop only on jobs with it.
+PLATFORM_TAG_KEY = "ftl:platform"
+
+# Where SageMaker writes training jobs' logs (streams ``<job name>/...``).
+TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+
+# The trigger's environment beyond ``PlatformConfig`` and ``TeamsConfig`` (their ``to_env``).
+ENV_JOB_TABLE = "FTL_JOB_TABLE"
+ENV_CATALOG_PATH = "FTL_CATALOG_PATH"
+ENV_TEAM_ROLES = "FTL_TEAM_ROLES"
+ENV_PRICES = "FTL_PRICES"
+
+
+def timestamp(moment: datetime) -> str:
+    """The contract's timestamps: ISO 8601 with milliseconds and ``Z``."""
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

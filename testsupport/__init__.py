@@ -1,0 +1,37 @@
+"""Fixtures shared by the tests and the benchmarks: the sandbox's account, fake ARNs, the
+image and the trigger's environment as the launcher stack builds it.
+
+Neither product code nor a test: both ``tests/`` and ``bench/`` import from here.
+"""
+
+from __future__ import annotations
+
+from jobmodel.names import ENV_JOB_TABLE
+from jobmodel.platform import PlatformConfig
+from sandbox.deploy import ACCOUNT, REGION
+
+__all__ = ["ACCOUNT", "IMAGE", "KEY_ARN", "REGION", "ROLE_ARN", "TRIGGER_ENV"]
+
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/ftl-training"
+KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
+IMAGE = (
+    f"763104351884.dkr.ecr.{REGION}.amazonaws.com/huggingface-pytorch-training:"
+    "2.5.1-transformers4.49.0-gpu-py311-cu124-ubuntu22.04"
+)
+
+# The trigger's environment as the launcher stack sets it (PlatformConfig.to_env, plus the
+# ledger table), with the values of the sandbox test set-up.
+TRIGGER_ENV: dict[str, str] = {
+    **PlatformConfig(
+        region=REGION,
+        role_arn=ROLE_ARN,
+        data_bucket="ftl-data",
+        checkpoint_bucket="ftl-checkpoints",
+        artifact_bucket="ftl-artifacts",
+        kms_key_arn=KEY_ARN,
+        source_s3_uri="s3://cdk-assets/sourcedir.tar.gz",
+        platform_tags={"project": "fine-tuning-platform"},
+        platform_name="ftl",
+    ).to_env(),
+    ENV_JOB_TABLE: "ftl-jobs",
+}
