@@ -24,7 +24,10 @@ EXISTING_VPC = {
 
 
 def synth(**context: object) -> tuple[cdk.App, dict[str, cdk.Stack]]:
-    app = cdk.App(context={**BASE_CONTEXT, "ftl:account": "123456789012", **context})
+    app = cdk.App(
+        context={**BASE_CONTEXT, "ftl:account": "123456789012", **context},
+        builtin_cloud_formation_validation=False,  # as app.py: cfn-lint is the gate
+    )
     stacks = build_platform(app)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stacks
