@@ -12,11 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from . import _rules as R
 from .names import ENV_JOB_QUEUE, ENV_QUEUE_SHARE_POLICY, ENV_SCHEDULER
 
-__all__ = ["SCHEDULERS", "SHARE_POLICIES", "SchedulerConfig"]
+__all__ = ["PRIORITY_LIMITS", "SCHEDULERS", "SHARE_POLICIES", "SchedulerConfig"]
 
 SCHEDULERS = ("direct", "queue")
+# Batch's schedulingPriority range; a template's queue_priority_range lies inside it.
+PRIORITY_LIMITS = (R.MIN_QUEUE_PRIORITY, R.MAX_QUEUE_PRIORITY)
 SHARE_POLICIES = ("fairshare", "quotashare")
 _QUEUE_ARN_PREFIX = "arn:"
 _QUEUE_ARN_MARK = ":job-queue/"
