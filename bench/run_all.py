@@ -4,8 +4,8 @@
 
 Each benchmark runs in its own process (``python -m bench.<name> --json ...``) so one cannot
 skew or break another; its full report is printed as it finishes, and a failed benchmark is a
-row saying so rather than the end of the run. Names: cold_start, request_overhead, synth,
-asset_size, load, train_throughput. About 4-5 minutes on two shared cores.
+row saying so rather than the end of the run. Names: cold_start, request_overhead,
+queue_submit, synth, asset_size, load, train_throughput. About 4-5 minutes on two shared cores.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from bench._common import PYTHON, ROOT, fmt_bytes, fmt_ms, tempdir
 BENCHES: dict[str, list[str]] = {
     "cold_start": ["--reps", "7", "--explain"],
     "request_overhead": [],
+    "queue_submit": [],
     "synth": ["--reps", "3", "--explain"],
     "asset_size": [],  # reads the assembly synth kept (or synthesizes its own)
     "load": [],
@@ -117,6 +118,21 @@ def rows(results: dict[str, tuple[dict[str, Any] | None, str]]) -> list[list[str
         )
     elif "request_overhead" in results:
         missing("request_overhead", "per-request overhead")
+    r, _ = results.get("queue_submit", (None, ""))
+    if r:
+        queue, direct = r["queue"], r["direct"]
+        table.append(
+            [
+                "submit in queue mode, AWS stubbed (p50 / p99)",
+                f"{fmt_ms(queue['p50_s'])} / {fmt_ms(queue['p99_s'])}",
+                f"direct mode {fmt_ms(direct['p50_s'])} / {fmt_ms(direct['p99_s'])}",
+                f"{r['ratio_p50']:.2f}x / {r['ratio_p99']:.2f}x direct's time",
+                "-",
+                "-",
+            ]
+        )
+    elif "queue_submit" in results:
+        missing("queue_submit", "submit in queue mode")
     r, _ = results.get("synth", (None, ""))
     if r:
         table.append(
