@@ -66,6 +66,18 @@ def _synth_spread(r: dict[str, Any]) -> str:
     return f"{min(pairs):.2f}-{max(pairs):.2f}x"
 
 
+def _queue_submit_row(r: dict[str, Any]) -> list[str]:
+    queue, direct = r["queue"], r["direct"]
+    return [
+        "submit in queue mode, AWS stubbed (p50 / p99)",
+        f"{fmt_ms(queue['p50_s'])} / {fmt_ms(queue['p99_s'])}",
+        f"direct mode {fmt_ms(direct['p50_s'])} / {fmt_ms(direct['p99_s'])}",
+        f"{r['ratio_p50']:.2f}x / {r['ratio_p99']:.2f}x direct's time",
+        "-",
+        "-",
+    ]
+
+
 def _met(ok: bool) -> str:
     return "yes" if ok else "**no**"
 
@@ -120,17 +132,7 @@ def rows(results: dict[str, tuple[dict[str, Any] | None, str]]) -> list[list[str
         missing("request_overhead", "per-request overhead")
     r, _ = results.get("queue_submit", (None, ""))
     if r:
-        queue, direct = r["queue"], r["direct"]
-        table.append(
-            [
-                "submit in queue mode, AWS stubbed (p50 / p99)",
-                f"{fmt_ms(queue['p50_s'])} / {fmt_ms(queue['p99_s'])}",
-                f"direct mode {fmt_ms(direct['p50_s'])} / {fmt_ms(direct['p99_s'])}",
-                f"{r['ratio_p50']:.2f}x / {r['ratio_p99']:.2f}x direct's time",
-                "-",
-                "-",
-            ]
-        )
+        table.append(_queue_submit_row(r))
     elif "queue_submit" in results:
         missing("queue_submit", "submit in queue mode")
     r, _ = results.get("synth", (None, ""))
