@@ -71,6 +71,11 @@ def test_submit_queues_a_service_job_instead_of_creating_a_training_job(queued, 
     assert queued.jobs_named(prefix) == []  # no training job: Batch starts it, not the launcher
 
 
+def test_templates_show_their_queue_priorities(queued):
+    (spec,) = [t for t in queued({"action": "templates"})["templates"] if t["name"] == "llm-sft"]
+    assert spec["queue_priority"] == 50 and spec["queue_priority_range"] == [0, 100]
+
+
 def test_priority_from_the_request_and_from_the_template(queued, prefix):
     high = queued(job(prefix, priority=90))
     assert high["priority"] == 90
