@@ -4,8 +4,8 @@
 
 Each benchmark runs in its own process (``python -m bench.<name> --json ...``) so one cannot
 skew or break another; its full report is printed as it finishes, and a failed benchmark is a
-row saying so rather than the end of the run. Names: cold_start, request_overhead, synth,
-asset_size, load, train_throughput. About 4-5 minutes on two shared cores.
+row saying so rather than the end of the run. Names: cold_start, request_overhead,
+queue_submit, synth, asset_size, load, train_throughput. About 4-5 minutes on two shared cores.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from bench._common import PYTHON, ROOT, fmt_bytes, fmt_ms, tempdir
 BENCHES: dict[str, list[str]] = {
     "cold_start": ["--reps", "7", "--explain"],
     "request_overhead": [],
+    "queue_submit": [],
     "synth": ["--reps", "3", "--explain"],
     "asset_size": [],  # reads the assembly synth kept (or synthesizes its own)
     "load": [],
@@ -63,6 +64,18 @@ def _synth_spread(r: dict[str, Any]) -> str:
     """Lowest and highest ratio of the paired (app, empty) runs."""
     pairs = [a / e for a, e in zip(r["app_all_s"], r["empty_all_s"], strict=True)]
     return f"{min(pairs):.2f}-{max(pairs):.2f}x"
+
+
+def _queue_submit_row(r: dict[str, Any]) -> list[str]:
+    queue, direct = r["queue"], r["direct"]
+    return [
+        "submit in queue mode, AWS stubbed (p50 / p99)",
+        f"{fmt_ms(queue['p50_s'])} / {fmt_ms(queue['p99_s'])}",
+        f"direct mode {fmt_ms(direct['p50_s'])} / {fmt_ms(direct['p99_s'])}",
+        f"{r['ratio_p50']:.2f}x / {r['ratio_p99']:.2f}x direct's time",
+        "-",
+        "-",
+    ]
 
 
 def _met(ok: bool) -> str:
@@ -117,6 +130,11 @@ def rows(results: dict[str, tuple[dict[str, Any] | None, str]]) -> list[list[str
         )
     elif "request_overhead" in results:
         missing("request_overhead", "per-request overhead")
+    r, _ = results.get("queue_submit", (None, ""))
+    if r:
+        table.append(_queue_submit_row(r))
+    elif "queue_submit" in results:
+        missing("queue_submit", "submit in queue mode")
     r, _ = results.get("synth", (None, ""))
     if r:
         table.append(

@@ -37,6 +37,7 @@ from .render import (
     request_hash,
 )
 from .request import SUBMIT_FIELDS, SubmitRequest, validate_job_name, validate_submit
+from .scheduler import SchedulerConfig
 from .spec import DISTRIBUTION_KINDS, INPUT_MODES, Distribution, InputChannel, TemplateSpec
 from .template_rules import validate_template
 
@@ -66,6 +67,7 @@ __all__ = [
     "JobModelError",
     "NotFound",
     "PlatformConfig",
+    "SchedulerConfig",
     "SubmitRequest",
     "TemplateError",
     "TemplateSpec",

@@ -32,6 +32,9 @@ MAX_S3_URI = 1024
 # Tags the launcher adds itself (platform, template, client token, requested-by).
 LAUNCHER_TAG_COUNT = 4
 RESERVED_TAG_PREFIX = "ftl:"
+# AWS Batch SubmitServiceJob's schedulingPriority (queue mode; higher runs first in a share).
+MIN_QUEUE_PRIORITY = 0
+MAX_QUEUE_PRIORITY = 9999
 
 JOB_NAME_RE = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 TEMPLATE_NAME_RE = re.compile(r"[a-z0-9](-?[a-z0-9]){0,39}")

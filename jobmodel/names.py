@@ -9,8 +9,11 @@ from datetime import datetime
 
 __all__ = [
     "ENV_CATALOG_PATH",
+    "ENV_JOB_QUEUE",
     "ENV_JOB_TABLE",
     "ENV_PRICES",
+    "ENV_QUEUE_SHARE_POLICY",
+    "ENV_SCHEDULER",
     "ENV_TEAM_ROLES",
     "JOB_INDEX",
     "PLATFORM_TAG_KEY",
@@ -36,6 +39,10 @@ ENV_JOB_TABLE = "FTL_JOB_TABLE"
 ENV_CATALOG_PATH = "FTL_CATALOG_PATH"
 ENV_TEAM_ROLES = "FTL_TEAM_ROLES"
 ENV_PRICES = "FTL_PRICES"
+# How jobs start (``jobmodel.scheduler.SchedulerConfig``, whose ``to_env`` writes them).
+ENV_SCHEDULER = "FTL_SCHEDULER"
+ENV_JOB_QUEUE = "FTL_JOB_QUEUE"
+ENV_QUEUE_SHARE_POLICY = "FTL_QUEUE_SHARE_POLICY"
 
 
 def timestamp(moment: datetime) -> str:

@@ -38,6 +38,7 @@ SUBMIT_FIELDS: frozenset[str] = frozenset(
         "tags",
         "client_token",
         "dry_run",
+        "priority",
     }
 )
 MAX_JOB_NAME_PREFIX = 128
@@ -49,7 +50,9 @@ class SubmitRequest:
 
     ``hyperparameters`` holds the caller's overrides only (canonical values);
     ``inputs`` the effective channel URIs (caller's plus template defaults);
-    ``tags`` the caller's tags only; ``max_wait_seconds`` is None for on-demand jobs.
+    ``tags`` the caller's tags only; ``max_wait_seconds`` is None for on-demand jobs;
+    ``priority`` is the Batch scheduling priority in queue mode (the template's default
+    applied) and None in direct mode.
     """
 
     template: str
@@ -64,6 +67,7 @@ class SubmitRequest:
     tags: Mapping[str, str]
     client_token: str | None = None
     dry_run: bool = False  # not part of the request's identity (fingerprint)
+    priority: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("hyperparameters", "inputs", "tags"):
@@ -75,8 +79,9 @@ class SubmitRequest:
         return hash(self.fingerprint())
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form, ``client_token`` included."""
-        return {
+        """Plain JSON-able form, ``client_token`` included; ``priority`` only when set (so
+        a direct-mode request's form and fingerprint are what they were before queue mode)."""
+        body = {
             "template": self.template,
             "job_name_prefix": self.job_name_prefix,
             "hyperparameters": dict(self.hyperparameters),
@@ -89,6 +94,9 @@ class SubmitRequest:
             "tags": dict(self.tags),
             "client_token": self.client_token,
         }
+        if self.priority is not None:
+            body["priority"] = self.priority
+        return body
 
     def fingerprint(self) -> str:
         """sha256 hex of the normalised request (defaults applied, sorted keys).
@@ -120,6 +128,7 @@ def validate_submit(
     platform: PlatformConfig,
     *,
     team: Team | None = None,
+    scheduler: str = "direct",
 ) -> SubmitRequest:
     """Check a submit request against ``catalog`` and ``platform``; apply the defaults.
 
@@ -127,7 +136,9 @@ def validate_submit(
     or in one of the team's ``buckets``, and a template's default input prefix is read from
     under the team's prefix. Raises ``ValidationError`` (``field`` names the offending
     field, ``a.b`` for nested keys) or ``NotFound`` (unknown template, field ``template``).
-    One function per part of the request (``jobmodel.request_parts``), checked in this order.
+    ``scheduler`` is the platform's ``ftl:scheduler``: ``priority`` is accepted only when it
+    is ``queue`` (``jobmodel.scheduler``). One function per part of the request
+    (``jobmodel.request_parts``), checked in this order.
     """
     P.check_fields(payload, SUBMIT_FIELDS)
     spec = P.template(payload, catalog)
@@ -137,6 +148,7 @@ def validate_submit(
     spot, runtime, max_wait = P.spot_and_stopping(payload, spec)
     inputs = P.inputs(payload, spec, platform, team)
     tags = P.tags(payload, spec, platform, team)
+    priority = P.priority(payload, spec, queued=scheduler == "queue")
     token, dry_run = P.flags(payload)
     return SubmitRequest(
         template=spec.name,
@@ -151,4 +163,5 @@ def validate_submit(
         tags=tags,
         client_token=token,
         dry_run=dry_run,
+        priority=priority,
     )

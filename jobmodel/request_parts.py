@@ -282,6 +282,30 @@ def tags(
     return tags
 
 
+def priority(payload: Mapping[str, Any], spec: TemplateSpec, *, queued: bool) -> int | None:
+    """``priority``: queue mode only; an integer in the template's ``queue_priority_range``,
+    the template's ``queue_priority`` when absent. Direct mode has no priority (None)."""
+    value = _opt(payload, "priority")
+    if not queued:
+        if value is not None:
+            raise ValidationError(
+                "priority",
+                "priority applies only when the platform queues jobs (ftl:scheduler = queue); "
+                "this platform starts jobs directly, so leave priority out",
+            )
+        return None
+    if value is None:
+        return spec.queue_priority
+    _require_int("priority", value)
+    low, high = spec.queue_priority_range
+    if not low <= value <= high:
+        raise ValidationError(
+            "priority",
+            f"priority must be from {low} to {high} for template {spec.name}, got {value}",
+        )
+    return value
+
+
 def flags(payload: Mapping[str, Any]) -> tuple[str | None, bool]:
     """``client_token`` and ``dry_run``."""
     token = _opt(payload, "client_token")

@@ -123,6 +123,10 @@ class TemplateSpec:
     tags: Mapping[str, str] = field(default_factory=dict)
     # Why a template is kept only for old workloads (e.g. an out-of-support image); None if current.
     legacy: str | None = None
+    # Queue mode (ftl:scheduler = queue): the Batch scheduling priority a job gets by default,
+    # and the [low, high] range a caller's ``priority`` may choose from (higher runs first).
+    queue_priority: int = 50
+    queue_priority_range: tuple[int, int] = (0, 100)
 
     def __post_init__(self) -> None:
         setter = object.__setattr__
@@ -132,6 +136,7 @@ class TemplateSpec:
         setter(self, "hyperparameters", freeze_map(self.hyperparameters))
         setter(self, "environment", freeze_map(self.environment))
         setter(self, "tags", freeze_map(self.tags))
+        setter(self, "queue_priority_range", freeze_seq(self.queue_priority_range))
         if isinstance(self.distribution, Mapping):
             setter(
                 self,
@@ -203,6 +208,8 @@ class TemplateSpec:
             "environment": dict(self.environment),
             "tags": dict(self.tags),
             "legacy": self.legacy,
+            "queue_priority": self.queue_priority,
+            "queue_priority_range": list(self.queue_priority_range),
         }
 
     @classmethod
@@ -256,6 +263,8 @@ class TemplateSpec:
                 "defaults": dict(self.hyperparameters),
                 "overridable": {k: r.to_dict() for k, r in self.overridable.items()},
             },
+            "queue_priority": self.queue_priority,
+            "queue_priority_range": list(self.queue_priority_range),
         }
         if self.legacy is not None:
             view["legacy"] = self.legacy

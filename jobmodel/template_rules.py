@@ -280,6 +280,34 @@ def _check_tags(spec: TemplateSpec) -> None:
         )
 
 
+def _check_queue_priority(spec: TemplateSpec) -> None:
+    """``0 <= low <= queue_priority <= high <= 9999`` (Batch's schedulingPriority range)."""
+    prio, span = spec.queue_priority, spec.queue_priority_range
+    if not _is_int(prio):
+        raise fail(spec, "queue-priority", f"queue_priority must be an integer, got {prio!r}")
+    if not (isinstance(span, tuple) and len(span) == 2 and all(_is_int(v) for v in span)):
+        raise fail(
+            spec,
+            "queue-priority",
+            f"queue_priority_range must be a list of two integers [low, high], got {span!r}",
+        )
+    low, high = span
+    lowest, highest = R.MIN_QUEUE_PRIORITY, R.MAX_QUEUE_PRIORITY
+    if not lowest <= low <= high <= highest:
+        raise fail(
+            spec,
+            "queue-priority",
+            f"queue_priority_range must be [low, high] with {lowest} <= low <= high <= "
+            f"{highest}, got [{low}, {high}]",
+        )
+    if not low <= prio <= high:
+        raise fail(
+            spec,
+            "queue-priority",
+            f"queue_priority must be inside queue_priority_range [{low}, {high}], got {prio}",
+        )
+
+
 def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None:
     """Raise ``TemplateError(template, rule, message)`` if ``spec`` breaks a platform rule.
 
@@ -291,7 +319,7 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     ``max-wait``, ``spot-checkpoint``, ``retry``, ``keep-alive``, ``image``,
     ``entry-point``, ``hyperparameter-default``, ``hyperparameter-rule``,
     ``hyperparameter-reserved``, ``hyperparameter-length``, ``hyperparameter-count``,
-    ``input-mode``, ``inputs``, ``metrics``, ``environment``, ``tags``.
+    ``input-mode``, ``inputs``, ``metrics``, ``environment``, ``tags``, ``queue-priority``.
     """
     if not isinstance(spec, TemplateSpec):
         raise TemplateError("?", "type", f"expected a TemplateSpec, got {type(spec).__name__}")
@@ -311,3 +339,4 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     _check_metrics(spec)
     _check_environment(spec)
     _check_tags(spec)
+    _check_queue_priority(spec)

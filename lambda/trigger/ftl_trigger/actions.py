@@ -20,6 +20,7 @@ from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
 from ftl_trigger.ledger import Ledger
 from ftl_trigger.paging import Signer
+from ftl_trigger.queue_flow import QueueFlow, is_queued_job
 from ftl_trigger.submit import SUBMITTING, SubmitFlow
 from ftl_trigger.usage import TeamUsage
 from jobmodel import (
@@ -43,9 +44,11 @@ THROTTLE_CODES = frozenset(
         "RequestLimitExceeded",
     }
 )
+# Added to a CapacityError (direct mode: only CreateTrainingJob raises it).
+QUEUE_HINT = "deploy with ftl:scheduler=queue to queue jobs until capacity frees"
 
 
-class Launcher(SubmitFlow):
+class Launcher(SubmitFlow, QueueFlow):
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.ledger = Ledger(runtime.dynamodb, runtime.table_name)
@@ -87,20 +90,29 @@ class Launcher(SubmitFlow):
 
     # -------------------------------------------------------------- describe
     def describe(self, name: str, caller: Caller) -> dict[str, Any]:
+        job, position = self._fresh(name, caller)
+        return self._view(job, detail=True, position=position)
+
+    def _fresh(self, name: str, caller: Caller) -> tuple[dict[str, Any], int | None]:
+        """The caller's job brought up to date from AWS, and its queue position (queue mode,
+        while Batch reports one)."""
         job = self._ledger_call(self.ledger.get_job, name)
         if job is None or not caller.sees(job):
             # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
-        if job["status"] not in TERMINAL_STATUSES and job["status"] != SUBMITTING:
-            described = self._describe_remote(name)
-            if described is not None:
-                changes = remote_fields(described)
-                if any(job.get(k) != v for k, v in changes.items()):
-                    changes["updated_at"] = self._stamp()
-                    if not self._ledger_call(self.usage.finish, job, changes):
-                        self._ledger_call(self.ledger.update_job, name, changes)
-                job.update(changes)
-        return self._view(job, detail=True)
+        if job["status"] in TERMINAL_STATUSES or job["status"] == SUBMITTING:
+            return job, None
+        if is_queued_job(job):
+            return self._refresh_queued(job)
+        described = self._describe_remote(name)
+        if described is not None:
+            changes = remote_fields(described)
+            if any(job.get(k) != v for k, v in changes.items()):
+                changes["updated_at"] = self._stamp()
+                if not self._ledger_call(self.usage.finish, job, changes):
+                    self._ledger_call(self.ledger.update_job, name, changes)
+            job.update(changes)
+        return job, None
 
     def _describe_remote(self, name: str) -> dict[str, Any] | None:
         try:
@@ -115,13 +127,15 @@ class Launcher(SubmitFlow):
 
     # ------------------------------------------------------------------ stop
     def stop(self, name: str, caller: Caller) -> dict[str, Any]:
-        job = self.describe(name, caller)
+        job, position = self._fresh(name, caller)
         if job["status"] in TERMINAL_STATUSES or job["status"] == "Stopping":
-            return job
+            return self._view(job, detail=True, position=position)
         if job["status"] == SUBMITTING:
             raise Conflict(
                 f"job {name} is still starting; retry the stop in a few seconds", field="job_name"
             )
+        if is_queued_job(job):
+            return self._view(self._stop_queued(job, caller), detail=True)
         try:
             self.rt.sagemaker.stop_training_job(TrainingJobName=name)
         except (ClientError, BotoCoreError) as exc:
@@ -130,7 +144,7 @@ class Launcher(SubmitFlow):
         self._ledger_call(
             self.ledger.update_job, name, {"status": "Stopping", "updated_at": self._stamp()}
         )
-        return job
+        return self._view(job, detail=True)
 
     # ------------------------------------------------------------------ list
     def list_jobs(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
@@ -156,8 +170,17 @@ class Launcher(SubmitFlow):
             team=team,
         )
         token = self._ledger_call(self.signer.sign, caller.scope, index, last) if last else None
+        positions = self._positions(items)
         result: dict[str, Any] = {
-            "jobs": [self._view(i, detail=True, secondary=False) for i in items]
+            "jobs": [
+                self._view(
+                    i,
+                    detail=True,
+                    secondary=False,
+                    position=positions.get(i.get("batch_job_arn") or ""),
+                )
+                for i in items
+            ]
         }
         if token:
             result["next_token"] = token
@@ -165,7 +188,12 @@ class Launcher(SubmitFlow):
 
     # --------------------------------------------------------------- helpers
     def _view(
-        self, job: Mapping[str, Any], *, detail: bool = False, secondary: bool = True
+        self,
+        job: Mapping[str, Any],
+        *,
+        detail: bool = False,
+        secondary: bool = True,
+        position: int | None = None,
     ) -> dict[str, Any]:
         view = {
             "job_name": job["job_name"],
@@ -198,6 +226,7 @@ class Launcher(SubmitFlow):
             ):
                 if job.get(key) is not None:
                     view[key] = job[key]
+        self._queue_fields(job, view, detail=detail, position=position)
         return view
 
     @staticmethod
@@ -217,6 +246,10 @@ class Launcher(SubmitFlow):
 
     def _map_error(self, exc: Exception, call: str) -> JobModelError:
         return map_aws_error(exc, call)
+
+    @staticmethod
+    def _remote_fields(described: Mapping[str, Any]) -> dict[str, Any]:
+        return remote_fields(described)
 
     @staticmethod
     def _ambiguous(exc: Exception) -> bool:
@@ -260,7 +293,10 @@ def map_aws_error(exc: Exception, call: str) -> JobModelError:
         if code in THROTTLE_CODES or "ThrottlingError" in reasons:
             return Throttled(f"{call} was throttled by AWS after retries: {message}")
         if code == "ResourceLimitExceeded":
-            return CapacityError(f"{call} hit a SageMaker quota or capacity limit: {message}")
+            return CapacityError(
+                f"{call} hit a SageMaker quota or capacity limit: {message}; retry later, or "
+                + QUEUE_HINT
+            )
         if code == "ResourceInUse":
             return Conflict(f"{call}: resource in use: {message}")
         return UpstreamError(f"{call} failed: {code}: {message}")

@@ -17,15 +17,23 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ParamValidationError,
+)
 
-from jobmodel import NotFound, ValidationError
+from jobmodel import JobModelError, NotFound, ValidationError
 from jobmodel.queue_state import STOP_REASON, from_service_job
+from jobmodel.scheduler import PRIORITY_LIMITS
 
 from .errors import Conflict, Throttled, UpstreamError
 
 MAX_PAYLOAD_BYTES = 10 * 1024  # Batch's limit on serviceRequestPayload
-PRIORITY_RANGE = (0, 9999)  # SubmitServiceJob schedulingPriority (higher runs first)
+PRIORITY_RANGE = PRIORITY_LIMITS  # SubmitServiceJob schedulingPriority (higher runs first)
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
 DEFAULT_SHARE = "default"  # share of a single-team deployment
 # Retry what a second attempt can fix; a user error fails at once. Batch retries
@@ -48,6 +56,13 @@ RETRY_STRATEGY: dict[str, Any] = {
     ],
 }
 _THROTTLE_CODES = {"ThrottlingException", "TooManyRequestsException", "Throttling"}
+# Failures that happen before a request reaches Batch: it cannot have queued anything.
+_NOT_SENT = (ConnectTimeoutError, EndpointConnectionError, NoCredentialsError, ParamValidationError)
+
+
+class SubmitUncertain(UpstreamError):
+    """SubmitServiceJob failed in a way that may hide a job Batch did queue (a 5xx after
+    botocore's retries, or no answer): look it up by name before calling the submit failed."""
 
 
 def batch_client_token(team: str | None, client_token: str) -> str:
@@ -103,7 +118,8 @@ def service_job_request(
 
 def submit(client: Any, request: Mapping[str, Any]) -> dict[str, str]:
     """Submit; ``{"jobId", "jobName", "jobArn"}``. A repeated clientToken returns the job
-    it queued the first time (found by name) instead of an error."""
+    it queued the first time (found by name) instead of an error. Raises the contract's
+    errors; :class:`SubmitUncertain` when the job may exist although no answer said so."""
     try:
         out = client.submit_service_job(**request)
     except ClientError as exc:
@@ -111,10 +127,33 @@ def submit(client: Any, request: Mapping[str, Any]) -> dict[str, str]:
             found = _find_by_name(client, request["jobQueue"], request["jobName"])
             if found is not None:
                 return found
-        raise map_error(exc, "SubmitServiceJob") from None
+        error = map_error(exc, "SubmitServiceJob")
+        if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500:
+            raise SubmitUncertain(error.message) from None
+        raise error from None
     except BotoCoreError as exc:
-        raise UpstreamError(f"AWS Batch SubmitServiceJob failed: {exc}") from None
+        message = f"AWS Batch SubmitServiceJob failed: {exc}"
+        if isinstance(exc, _NOT_SENT):
+            raise UpstreamError(message) from None
+        raise SubmitUncertain(message) from None
     return {"jobId": out["jobId"], "jobName": out["jobName"], "jobArn": out.get("jobArn", "")}
+
+
+def find_by_name(client: Any, job_queue: str, job_name: str) -> dict[str, str] | None:
+    """The queue's job named ``job_name`` (``{"jobId", "jobName", "jobArn"}``), or ``None``
+    when Batch has none; raises the contract's errors when Batch cannot be asked."""
+    try:
+        out = client.list_service_jobs(
+            jobQueue=job_queue, filters=[{"name": "JOB_NAME", "values": [job_name]}]
+        )
+    except ClientError as exc:
+        raise map_error(exc, "ListServiceJobs") from None
+    except BotoCoreError as exc:
+        raise UpstreamError(f"AWS Batch ListServiceJobs failed: {exc}") from None
+    for job in out.get("jobSummaryList", []):
+        if job.get("jobName") == job_name:
+            return {"jobId": job["jobId"], "jobName": job_name, "jobArn": job.get("jobArn", "")}
+    return None
 
 
 def describe(client: Any, job_id: str, *, with_position: bool = True) -> dict[str, Any]:
@@ -138,15 +177,23 @@ def describe(client: Any, job_id: str, *, with_position: bool = True) -> dict[st
 
 def queue_position(client: Any, job_queue: str, job_arn: str) -> int | None:
     """1-based position in the queue's dispatch order, or ``None`` if not reported."""
+    return queue_positions(client, job_queue).get(job_arn)
+
+
+def queue_positions(client: Any, job_queue: str) -> dict[str, int]:
+    """One GetJobQueueSnapshot: job ARN -> 1-based position (1 = next) for the jobs Batch
+    lists at the front of the queue (the first 100); empty when Batch does not answer."""
     try:
         snap = client.get_job_queue_snapshot(jobQueue=job_queue)
     except (ClientError, BotoCoreError):
-        return None  # position is a courtesy: never fail a describe for it
+        return {}  # position is a courtesy: never fail a describe or a list for it
     jobs = (snap.get("frontOfQueue") or {}).get("jobs") or []
+    positions: dict[str, int] = {}
     for index, entry in enumerate(jobs, start=1):
-        if entry.get("jobArn") == job_arn:
-            return index
-    return None
+        arn = entry.get("jobArn")
+        if isinstance(arn, str):
+            positions.setdefault(arn, index)
+    return positions
 
 
 def list_jobs(
@@ -217,12 +264,6 @@ def _is_token_reuse(exc: ClientError) -> bool:
 
 def _find_by_name(client: Any, job_queue: str, job_name: str) -> dict[str, str] | None:
     try:
-        out = client.list_service_jobs(
-            jobQueue=job_queue, filters=[{"name": "JOB_NAME", "values": [job_name]}]
-        )
-    except (ClientError, BotoCoreError):
+        return find_by_name(client, job_queue, job_name)
+    except JobModelError:  # cannot look: the caller reports its own error
         return None
-    for job in out.get("jobSummaryList", []):
-        if job.get("jobName") == job_name:
-            return {"jobId": job["jobId"], "jobName": job_name, "jobArn": job.get("jobArn", "")}
-    return None

@@ -6,7 +6,7 @@ import json
 import os
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from ftl_trigger import aws
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES
 from jobmodel.pricing import PriceTable
+from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
 
 # Explicit retries (boto3's default mode is still "legacy"): standard mode retries throttling
@@ -30,6 +31,13 @@ DYNAMODB_CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": 4},
     connect_timeout=3,
     read_timeout=10,
+)
+# Queue mode only. Every SubmitServiceJob carries a clientToken, so a retried submit can
+# never queue a second job.
+BATCH_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 4},
+    connect_timeout=5,
+    read_timeout=20,
 )
 
 DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "catalog.json"
@@ -48,6 +56,9 @@ class Runtime:
     teams: TeamsConfig
     team_roles: Mapping[str, str]
     prices: PriceTable
+    # How jobs start (FTL_SCHEDULER); ``batch`` is the AWS Batch client, queue mode only.
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    batch: Any = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -59,6 +70,7 @@ class Runtime:
         if not table:
             raise ValueError(f"environment variable {ENV_JOB_TABLE} is required")
         teams = TeamsConfig.from_env(env)
+        scheduler = SchedulerConfig.from_env(env)
         session = aws.session()
         return cls(
             platform=platform,
@@ -79,6 +91,12 @@ class Runtime:
             teams=teams,
             team_roles=team_roles(env, teams),
             prices=PriceTable.from_env(env),
+            scheduler=scheduler,
+            batch=(
+                session.create_client("batch", region_name=platform.region, config=BATCH_CONFIG)
+                if scheduler.queued
+                else None
+            ),
         )
 
 

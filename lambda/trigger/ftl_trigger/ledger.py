@@ -290,6 +290,62 @@ class Ledger:
             raise
         return True
 
+    def write_job(
+        self,
+        name: str,
+        changes: Mapping[str, Any],
+        *,
+        expect: Mapping[str, Any],
+        release: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Apply ``changes`` to job ``name`` (``None`` removes the attribute) only if every
+        ``expect``ed attribute still has that value (``None``: absent); with ``release`` (a
+        ``jobmodel.quotas.release_update``) also give the job's usage back, once. False when
+        the job changed meanwhile or its usage was already given back (read it and decide
+        again); ``MonthTurned`` when the usage item has left the month."""
+        sets = {k: v for k, v in changes.items() if v is not None}
+        if release is not None:
+            sets["usage_released"] = True
+        removes = [k for k, v in changes.items() if v is None]
+        alias = {k: f"#n{i}" for i, k in enumerate({*sets, *removes, *expect})}
+        values = {f":s{i}": _enc(v) for i, v in enumerate(sets.values())}
+        clauses = ["SET " + ", ".join(f"{alias[k]} = :s{i}" for i, k in enumerate(sets))]
+        if removes:
+            clauses.append("REMOVE " + ", ".join(alias[k] for k in removes))
+        conditions = ["attribute_exists(pk)"]
+        for i, (key, value) in enumerate(expect.items()):
+            if value is None:
+                conditions.append(f"attribute_not_exists({alias[key]})")
+            else:
+                values[f":e{i}"] = _enc(value)
+                conditions.append(f"{alias[key]} = :e{i}")
+        if release is not None:
+            conditions.append(f"attribute_not_exists({alias['usage_released']})")
+        update = {
+            "TableName": self.table,
+            "Key": {"pk": {"S": JOB + name}},
+            "UpdateExpression": " ".join(clauses),
+            "ConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeNames": {v: k for k, v in alias.items()},
+            "ExpressionAttributeValues": values,
+        }
+        try:
+            if release is None:
+                self.client.update_item(**update)
+            else:
+                items = [{"Update": update}, {"Update": dict(release)}]
+                self.client.transact_write_items(TransactItems=items)
+        except ClientError as err:
+            reasons = [r.get("Code") for r in err.response.get("CancellationReasons", [])]
+            if _code(err) == "ConditionalCheckFailedException" or reasons[:1] == [
+                "ConditionalCheckFailed"
+            ]:
+                return False
+            if reasons[1:2] == ["ConditionalCheckFailed"]:
+                raise MonthTurned(name) from None
+            raise
+        return True
+
     def list_jobs(
         self,
         *,

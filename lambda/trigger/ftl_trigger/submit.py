@@ -1,7 +1,8 @@
 """Submit: validate, check the team's limits, claim the job in the ledger, start it.
 
-``start_job`` is the one step that talks to the training backend (SageMaker
-``CreateTrainingJob`` today); another backend (a queue) replaces that function only.
+``start_job`` is the one step that talks to the training backend in direct mode (SageMaker
+``CreateTrainingJob``); in queue mode (``FTL_SCHEDULER=queue``) the claimed job goes to AWS
+Batch instead (``queue_flow.QueueFlow._enqueue``). Everything before it is the same.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
 from ftl_trigger.ledger import LimitRace, MonthTurned, NameTaken, TokenTaken
+from ftl_trigger.queue_flow import is_queued_job
 from jobmodel import (
     JobModelError,
     ValidationError,
@@ -52,7 +54,13 @@ class SubmitFlow:
     # ---------------------------------------------------------------- submit
     def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict, bool]:
         team = caller.submitting_team()
-        req = validate_submit(params, self.rt.catalog, self.rt.platform, team=team)
+        req = validate_submit(
+            params,
+            self.rt.catalog,
+            self.rt.platform,
+            team=team,
+            scheduler=self.rt.scheduler.scheduler,
+        )
         fingerprint = req.fingerprint()
         team_name = caller.team_name
         if req.client_token is not None and not req.dry_run:
@@ -67,6 +75,8 @@ class SubmitFlow:
         names = races = 0
         while names < NAME_ATTEMPTS:
             job, rendered, token = self._new_job(req, caller, fingerprint, price, estimate, reason)
+            if self.rt.scheduler.queued:
+                self._service_request(job, rendered)  # the 10 KiB check, before any write
             usage = None
             if team is not None:
                 usage = Q.claim_update(
@@ -98,7 +108,7 @@ class SubmitFlow:
                 if existing is None:  # the winner failed to start and freed the token
                     continue
                 return self._replay(existing, fingerprint), False
-            return self._create(job, rendered), True
+            return self._start(job, rendered), True
         raise UpstreamError(f"could not allocate a unique job name after {NAME_ATTEMPTS} attempts")
 
     def _check_limits(
@@ -169,6 +179,7 @@ class SubmitFlow:
             "price_usd_per_hour": price,
             "estimated_max_cost_usd": estimate,
             "price_unknown_reason": reason,
+            "priority": req.priority,  # queue mode only (None in direct mode)
         }
         token = None
         if req.client_token is not None:
@@ -190,9 +201,11 @@ class SubmitFlow:
         checks: list[dict[str, Any]],
     ) -> dict[str, Any]:
         job, rendered, _ = self._new_job(req, caller, req.fingerprint(), price, estimate, reason)
+        if self.rt.scheduler.queued:
+            self._service_request(job, rendered)  # a real submit would refuse it here
         view = self._view({**job, "status": "DryRun"})
-        view.pop("job_arn", None)
-        view.pop("console_url", None)
+        for key in ("job_arn", "console_url", "batch_job_id", "queued_at"):
+            view.pop(key, None)
         all_checks = [
             {"check": "validation", "ok": True},
             {"check": "team", "ok": True, "team": caller.team_name},
@@ -208,6 +221,17 @@ class SubmitFlow:
         }
 
     # ------------------------------------------------------- create / adopt
+    def _start(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
+        """Start a claimed job: queue it (claimed in queue mode) or create it."""
+        if not is_queued_job(job):
+            return self._create(job, rendered)
+        if self.rt.batch is None:
+            raise UpstreamError(
+                f"job {job['job_name']} was claimed for the job queue but this platform no "
+                "longer queues jobs (ftl:scheduler); submit again with a new client_token"
+            )
+        return self._enqueue(job, rendered)
+
     def _create(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
         name = job["job_name"]
         try:
@@ -312,9 +336,9 @@ class SubmitFlow:
                 break
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
-        # The first request stopped between its ledger write and SageMaker's answer (or is
-        # slow): finish its work with the very same rendered request and job name.
-        return self._create(job, json.loads(job["rendered"]))
+        # The first request stopped between its ledger write and SageMaker's (or Batch's)
+        # answer, or is slow: finish its work with the very same rendered request and job name.
+        return self._start(job, json.loads(job["rendered"]))
 
 
 def _code(exc: Exception) -> str:

@@ -97,8 +97,11 @@ def test_public_view_is_the_contracts_templates_entry(shipped: dict[str, jm.Temp
         "max_runtime_seconds",
         "inputs",
         "hyperparameters",
+        "queue_priority",
+        "queue_priority_range",
     }
     assert view["distribution"] == "smddp"
+    assert view["queue_priority"] == 50 and view["queue_priority_range"] == [0, 100]
     assert view["inputs"] == ["train", "validation"]
     assert view["hyperparameters"]["defaults"]["max_seq_length"] == 384
     assert view["hyperparameters"]["overridable"]["learning_rate"] == {

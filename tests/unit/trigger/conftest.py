@@ -63,3 +63,43 @@ def launcher(moto_endpoint, monkeypatch, tmp_path) -> Launcher:
 def prefix() -> str:
     """A job-name prefix unique to the test, so jobs in the shared moto server don't mix."""
     return f"t{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def batch_sandbox() -> Iterator:
+    """A moto server with the AWS Batch service-job stand-in on the same endpoint
+    (sandbox/batch.py): boto3's real ``batch`` client reaches it (queue mode)."""
+    from sandbox.batch_api import BatchSandbox
+
+    with BatchSandbox() as sandbox:
+        yield sandbox
+
+
+class QueueLauncher(Launcher):
+    """The trigger handler in queue mode (``FTL_SCHEDULER=queue``) on its own Batch queue."""
+
+    def __init__(self, module, sandbox, table: str, queue_arn: str) -> None:
+        super().__init__(module, sandbox.endpoint, table)
+        self.standin = sandbox.batch
+        self.queue_arn = queue_arn
+        self.queue_name = queue_arn.rsplit("/", 1)[-1]
+
+    def batch_jobs(self) -> list:
+        """The stand-in's jobs on this launcher's queue, oldest first."""
+        jobs = [j for j in self.standin.jobs.values() if j.queue.name == self.queue_name]
+        return sorted(jobs, key=lambda j: j.created)
+
+
+def queue_launcher(
+    sandbox, monkeypatch, tmp_path, *, capacity: int, env: dict[str, str] | None = None
+) -> QueueLauncher:
+    """A queue-mode launcher on a fresh queue of ``capacity`` instances (0: nothing starts)."""
+    from jobmodel.scheduler import SchedulerConfig
+
+    queue_arn = sandbox.batch.create_queue(f"q-{uuid.uuid4().hex[:8]}", capacity=capacity)
+    table = f"ftl-jobs-{uuid.uuid4().hex[:8]}"
+    create_ledger_table(client("dynamodb", sandbox.endpoint), table)
+    scheduler = SchedulerConfig(scheduler="queue", job_queue_arn=queue_arn).to_env()
+    full_env = trigger_env(sandbox.endpoint, tmp_path, table=table) | scheduler | (env or {})
+    module = load_handler(TRIGGER_DIR, monkeypatch, full_env)
+    return QueueLauncher(module, sandbox, table, queue_arn)

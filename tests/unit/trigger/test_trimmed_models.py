@@ -2,7 +2,8 @@
 
 Two proofs: a scan of the trigger's code for client method calls, each of which must be a
 declared operation, and the launcher's flows (submit through both doors, replay, describe,
-list, stop) run from the real bundle, whose clients load only the trimmed models, against moto.
+list, stop) run from the real bundle, whose clients load only the trimmed models, against moto
+(direct mode) and against the sandbox's AWS Batch stand-in (queue mode).
 """
 
 from __future__ import annotations
@@ -93,6 +94,14 @@ def test_every_client_call_in_the_trigger_is_a_declared_operation():
             )
     # The scan sees the launcher's calls (it is not vacuous), and only client calls.
     assert {"create_training_job", "describe_training_job", "get_item", "query"} <= found
+    # Queue mode's Batch calls (ftl_trigger/batch.py) are seen too.
+    assert {
+        "submit_service_job",
+        "describe_service_job",
+        "list_service_jobs",
+        "terminate_service_job",
+        "get_job_queue_snapshot",
+    } <= found
     assert called - found <= {"get_paginator", "get_waiter", "can_paginate"}, called - found
 
 
@@ -183,3 +192,44 @@ def test_stop_serializes_and_parses_with_the_trimmed_model(bundled, prefix, monk
         sm.meta.events.unregister("before-send.sagemaker.StopTrainingJob", answer)
     assert resp["status"] == "Stopping", resp
     assert sent == [name]
+
+
+@pytest.fixture
+def bundled_queue(batch_sandbox, monkeypatch, tmp_path):
+    """The bundle's handler in queue mode, on a stand-in queue of one instance."""
+    from jobmodel.scheduler import SchedulerConfig
+
+    queue_arn = batch_sandbox.batch.create_queue(f"q-{uuid.uuid4().hex[:8]}", capacity=1)
+    table = f"ftl-jobs-{uuid.uuid4().hex[:8]}"
+    create_ledger_table(moto_client("dynamodb", batch_sandbox.endpoint), table)
+    env = trigger_env(batch_sandbox.endpoint, tmp_path, table=table)
+    env |= SchedulerConfig(scheduler="queue", job_queue_arn=queue_arn).to_env()
+    module = load_handler(_bundle(), monkeypatch, env)
+    assert module.RUNTIME.batch.meta.service_model.operation_names == sorted(OPERATIONS["batch"])
+    return module, queue_arn
+
+
+def test_queue_flows_run_on_the_trimmed_batch_model(bundled_queue, prefix):
+    """Every Batch operation the trigger calls, serialized and parsed by the trimmed model."""
+    module, queue_arn = bundled_queue
+    request = {"template": "distilbert-spot", "job_name": prefix, "client_token": prefix}
+    running = _call(module, request)  # SubmitServiceJob
+    assert running["status"] == "Queued", running
+    assert _call(module, request)["batch_job_id"] == running["batch_job_id"]
+    waiting = _call(module, {"template": "distilbert-spot", "job_name": f"{prefix}-b"})
+    # DescribeServiceJob + DescribeTrainingJob (Batch started it), then + GetJobQueueSnapshot.
+    started = _call(module, {"action": "describe", "job_name": running["job_name"]})
+    assert started["training_job_name"].startswith("AWSBatch"), started
+    queued = _call(module, {"action": "describe", "job_name": waiting["job_name"]})
+    assert queued["queue_position"] == 1, queued
+    listed = _call(module, {"action": "list", "status": "Queued"})["jobs"]
+    assert [j["queue_position"] for j in listed] == [1]
+    # ListServiceJobs (the look-up after a lost SubmitServiceJob answer).
+    from ftl_trigger import batch
+
+    found = batch.find_by_name(module.RUNTIME.batch, queue_arn, waiting["job_name"])
+    assert found["jobId"] == waiting["batch_job_id"]
+    # TerminateServiceJob, for a waiting and a started job.
+    assert _call(module, {"action": "stop", "job_name": waiting["job_name"]})["status"] == "Stopped"
+    stop = _call(module, {"action": "stop", "job_name": running["job_name"]})
+    assert stop["status"] == "Stopping", stop

@@ -1,0 +1,95 @@
+"""How the platform starts jobs (``ftl:scheduler``), as the trigger Lambda sees it.
+
+``direct`` (default): the trigger calls SageMaker's CreateTrainingJob. ``queue``: the trigger
+submits the same rendered request to an AWS Batch job queue as a service job
+(docs/QUEUE.md). The launcher construct writes :meth:`SchedulerConfig.to_env` into the
+trigger's environment at synth; the trigger reads it back with :meth:`SchedulerConfig.from_env`.
+Standard library only, like the rest of the job model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from . import _rules as R
+from .names import ENV_JOB_QUEUE, ENV_QUEUE_SHARE_POLICY, ENV_SCHEDULER
+
+__all__ = ["PRIORITY_LIMITS", "SCHEDULERS", "SHARE_POLICIES", "SchedulerConfig"]
+
+SCHEDULERS = ("direct", "queue")
+# Batch's schedulingPriority range; a template's queue_priority_range lies inside it.
+PRIORITY_LIMITS = (R.MIN_QUEUE_PRIORITY, R.MAX_QUEUE_PRIORITY)
+SHARE_POLICIES = ("fairshare", "quotashare")
+_QUEUE_ARN_PREFIX = "arn:"
+_QUEUE_ARN_MARK = ":job-queue/"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SchedulerConfig:
+    """``scheduler``: ``direct`` or ``queue``. In queue mode ``job_queue_arn`` is the Batch job
+    queue (``arn:<partition>:batch:<region>:<account>:job-queue/<name>``) and
+    ``share_policy`` says whether the queue shares by ``shareIdentifier`` (``fairshare``) or
+    by ``quotaShareName`` (``quotashare``). Bad values raise ``ValueError``."""
+
+    scheduler: str = "direct"
+    job_queue_arn: str | None = None
+    share_policy: str = "fairshare"
+
+    def __post_init__(self) -> None:
+        if self.scheduler not in SCHEDULERS:
+            raise ValueError(
+                f"scheduler must be one of {', '.join(SCHEDULERS)}, got {self.scheduler!r}"
+            )
+        if self.share_policy not in SHARE_POLICIES:
+            raise ValueError(
+                f"share_policy must be one of {', '.join(SHARE_POLICIES)}, "
+                f"got {self.share_policy!r}"
+            )
+        if self.queued and not self.job_queue_arn:
+            raise ValueError("job_queue_arn is required when the scheduler is queue")
+
+    @property
+    def queued(self) -> bool:
+        """True when jobs go through the Batch job queue."""
+        return self.scheduler == "queue"
+
+    def to_env(self) -> dict[str, str]:
+        """The variables :meth:`from_env` reads: ``FTL_SCHEDULER`` always; ``FTL_JOB_QUEUE``
+        and ``FTL_QUEUE_SHARE_POLICY`` in queue mode (values may be CDK tokens)."""
+        env = {ENV_SCHEDULER: self.scheduler}
+        if self.queued:
+            env[ENV_JOB_QUEUE] = str(self.job_queue_arn)
+            env[ENV_QUEUE_SHARE_POLICY] = self.share_policy
+        return env
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SchedulerConfig:
+        """Read ``FTL_SCHEDULER`` (``direct`` when unset or empty), ``FTL_JOB_QUEUE`` (required
+        in queue mode: a Batch job queue ARN) and ``FTL_QUEUE_SHARE_POLICY`` (``fairshare``
+        when unset). A bad value raises ``ValueError`` naming the variable."""
+        scheduler = env.get(ENV_SCHEDULER) or "direct"
+        if scheduler not in SCHEDULERS:
+            raise ValueError(
+                f"environment variable {ENV_SCHEDULER} must be one of "
+                f"{', '.join(SCHEDULERS)}, got {scheduler!r}"
+            )
+        if scheduler == "direct":
+            return cls()
+        queue = env.get(ENV_JOB_QUEUE) or ""
+        if not queue:
+            raise ValueError(
+                f"environment variable {ENV_JOB_QUEUE} is required when {ENV_SCHEDULER} is queue"
+            )
+        if not queue.startswith(_QUEUE_ARN_PREFIX) or _QUEUE_ARN_MARK not in queue:
+            raise ValueError(
+                f"environment variable {ENV_JOB_QUEUE} must be a Batch job queue ARN "
+                f"(arn:...:job-queue/<name>), got {queue[:200]!r}"
+            )
+        policy = env.get(ENV_QUEUE_SHARE_POLICY) or "fairshare"
+        if policy not in SHARE_POLICIES:
+            raise ValueError(
+                f"environment variable {ENV_QUEUE_SHARE_POLICY} must be one of "
+                f"{', '.join(SHARE_POLICIES)}, got {policy!r}"
+            )
+        return cls(scheduler=scheduler, job_queue_arn=queue, share_policy=policy)
