@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -67,6 +69,38 @@ def test_a_reader_never_sees_a_partial_archive_while_synths_share_the_folder(tmp
 def test_shipped_training_source_has_the_entrypoint(tmp_path):
     with tarfile.open(source_tarball(ROOT / "training", tmp_path)) as tar:
         assert "train.py" in tar.getnames()
+
+
+def test_shipped_training_source_carries_every_module_and_runs_unpacked(tmp_path):
+    # The container runs train.py from the unpacked archive: every ftl_train module must be
+    # in it, and the entrypoint must import them from there alone.
+    package = ROOT / "training" / "ftl_train"
+    modules = {f"ftl_train/{p.name}" for p in package.glob("*.py")}
+    assert {"ftl_train/qa.py", "ftl_train/inputs.py", "ftl_train/hparam_specs.py"} <= modules
+    unpacked = tmp_path / "code"
+    with tarfile.open(source_tarball(ROOT / "training", tmp_path)) as tar:
+        assert modules <= set(tar.getnames())
+        tar.extractall(unpacked, filter="data")
+    probe = (
+        "import os, runpy, sys\n"
+        "sys.argv = ['train.py', '--help']\n"
+        "try:\n"
+        "    runpy.run_path('train.py', run_name='__main__')\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        "mine = [m.__file__ for n, m in sys.modules.items() if n.startswith('ftl_train')]\n"
+        "assert len(mine) > 10 and all(f.startswith(os.getcwd()) for f in mine), mine\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=unpacked,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": "", "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "hyperparameters (pass as --name value)" in done.stdout
 
 
 def test_trigger_bundle_carries_handler_job_model_and_catalog():

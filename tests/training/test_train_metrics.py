@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ftl_train import metrics as M
-from ftl_train.tasks import postprocess_qa
+from ftl_train.qa import postprocess_qa
 
 
 def test_normalize_and_squad_scores():

@@ -79,11 +79,13 @@ def test_packing_fills_rows_restarts_positions_and_drops_boundary_labels():
 
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
 def test_packed_examples_do_not_attend_to_each_other(llama, attn):
-    from ftl_train import runner
+    from ftl_train.defaults import resolve
+    from ftl_train.env import DeviceCaps
+    from ftl_train.modelling import load_model
 
     hp = hparams.parse(["--task", "sft", "--attn_implementation", attn])
-    perf = runner.resolve(hp, runner.DeviceCaps(cuda=False, bf16=False, tf32=False, name="cpu"))
-    model = runner.load_model(hp, str(llama), perf, {})  # as the entrypoint loads it
+    perf = resolve(hp, DeviceCaps(cuda=False, bf16=False, tf32=False, name="cpu"))
+    model = load_model(hp, str(llama), perf, {})  # as the entrypoint loads it
     model.train()  # the training forward (dropout is 0 in this model)
     a, b = [2, 10, 11, 12, 13], [2, 20, 21, 22]
     with torch.no_grad():

@@ -90,7 +90,7 @@ def test_qa_long_contexts_are_windowed_and_labels_point_at_the_answer(
     import datasets
     from transformers import AutoConfig
 
-    from ftl_train.tasks import prepare_qa
+    from ftl_train.qa import prepare_qa
 
     raw = datasets.Dataset.from_list(qa_records(30, seed=3, lo=60, hi=120))
     tok = make_tokenizer()
@@ -163,7 +163,7 @@ def test_stars3_label_mapping(tmp_path, model_dirs, capsys, monkeypatch):
     import datasets
     from transformers import AutoConfig
 
-    from ftl_train.tasks import prepare_classification
+    from ftl_train.classification import prepare_classification
 
     recs = cls_records(40, seed=0, stars=True)
     raw = datasets.Dataset.from_list(recs)

@@ -33,11 +33,11 @@ from typing import Any
 import torch
 
 from .hparams import HyperparameterError, Hyperparameters
+from .preprocess import LENGTH_COLUMN, TaskData, cached_map, effective_max_length, tokenizer_key
 
 logger = logging.getLogger("ftl_train")
 
 IGNORE = -100
-LENGTH_COLUMN = "length"
 
 
 def detect_format(columns: Sequence[str], wanted: str = "auto") -> str:
@@ -209,9 +209,7 @@ def prepare_sft(
     train_raw: Any,
     eval_raw: Any,
     pad_multiple: int | None,
-) -> Any:
-    from .tasks import TaskData, _map, _tokenizer_key, effective_max_length
-
+) -> TaskData:
     ref = train_raw if train_raw is not None else eval_raw
     fmt = detect_format(ref.column_names, hp.dataset_format)
     if tokenizer.pad_token_id is None:
@@ -219,12 +217,12 @@ def prepare_sft(
     max_len = effective_max_length(hp, tokenizer, config)
     only = hp.completion_only_loss
     key = ["sft", fmt, max_len, only, getattr(tokenizer, "chat_template", None)]
-    key.append(_tokenizer_key(tokenizer))
+    key.append(tokenizer_key(tokenizer))
 
     def tokenized(raw: Any, split: str) -> Any:
         if raw is None:
             return None
-        ds = _map(
+        ds = cached_map(
             raw,
             lambda b: tokenize_batch(tokenizer, fmt, max_len, only, b),
             key=key + [split],

@@ -1,0 +1,168 @@
+"""The Trainer's ``TrainingArguments``: hyperparameters and resolved performance settings,
+written for whichever transformers version the image has."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from . import parallel
+from .defaults import Performance
+from .env import SageMakerEnv, select_backend, trainer_ddp_backend
+from .hparams import HyperparameterError, Hyperparameters
+from .preprocess import DEFAULT_BEST_METRIC
+
+logger = logging.getLogger("ftl_train")
+
+
+def _training_fields() -> set[str]:
+    from transformers import TrainingArguments
+
+    return {f.name for f in dataclasses.fields(TrainingArguments)}
+
+
+def _report_to(sm: SageMakerEnv) -> str:
+    """TensorBoard when the template asked for its output folder and the package is there."""
+    if not sm.tensorboard_dir:
+        return "none"
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return "none"
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", sm.tensorboard_dir)
+    return "tensorboard"
+
+
+def _evaluation(hp: Hyperparameters, has_eval: bool, fields: set[str]) -> dict[str, Any]:
+    """When to evaluate, and whether (and by which metric) to reload the best checkpoint."""
+    eval_steps = hp.eval_steps if has_eval else 0
+    step_eval = bool(has_eval and eval_steps > 0)
+    load_best = hp.load_best_model_at_end
+    if load_best is None:
+        load_best = step_eval
+    if load_best and not step_eval:
+        raise HyperparameterError("load_best_model_at_end needs validation data and eval_steps > 0")
+    if load_best and hp.save_steps % eval_steps != 0:
+        raise HyperparameterError(
+            f"load_best_model_at_end needs save_steps ({hp.save_steps}) "
+            f"to be a multiple of eval_steps ({eval_steps})"
+        )
+    metric = hp.metric_for_best_model or DEFAULT_BEST_METRIC[hp.task]
+    bare = metric[len("eval_") :] if metric.startswith("eval_") else metric
+    greater = not (bare.endswith("loss") or bare.endswith("perplexity"))
+    kw: dict[str, Any] = dict(
+        do_eval=has_eval,
+        load_best_model_at_end=load_best,
+        metric_for_best_model=metric if load_best else None,
+        greater_is_better=greater if load_best else None,
+    )
+    kw["eval_strategy" if "eval_strategy" in fields else "evaluation_strategy"] = (
+        "steps" if step_eval else "no"
+    )
+    if step_eval:
+        kw["eval_steps"] = eval_steps
+    return kw
+
+
+def _sharding_and_checkpointing(
+    hp: Hyperparameters, perf: Performance, environ: Mapping[str, str], fields: set[str]
+) -> dict[str, Any]:
+    """FSDP fields (with FSDP's own activation checkpointing) or the Trainer's checkpointing."""
+    kw: dict[str, Any] = {}
+    fsdp = parallel.fsdp_training_args(
+        parallel.smp_v2_fsdp_options(environ, hp),
+        hp.fsdp_transformer_layer_cls_to_wrap,
+        perf.gradient_checkpointing,
+    )
+    kw.update(fsdp)
+    # transformers 5 renamed gradient_checkpointing to activation_checkpointing; under FSDP
+    # the checkpointing is FSDP's own (fsdp_config), the Trainer's would all-gather twice.
+    kw[
+        "activation_checkpointing"
+        if "activation_checkpointing" in fields
+        else "gradient_checkpointing"
+    ] = bool(perf.gradient_checkpointing and not fsdp)
+    if perf.gradient_checkpointing and not fsdp:
+        ck = "activation_checkpointing_kwargs"
+        kw[ck if ck in fields else "gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+    return kw
+
+
+def _version_dependent(
+    hp: Hyperparameters, perf: Performance, sm: SageMakerEnv, report_to: str, fields: set[str]
+) -> dict[str, Any]:
+    """Fields whose name or existence depends on the transformers version, and the CPU flag."""
+    kw: dict[str, Any] = {}
+    if "warmup_ratio" in fields:
+        kw["warmup_ratio"] = hp.warmup_ratio
+    else:
+        kw["warmup_steps"] = hp.warmup_ratio  # transformers 5: a float < 1 is a ratio
+    if report_to == "tensorboard" and "logging_dir" in fields:
+        kw["logging_dir"] = sm.tensorboard_dir
+    if not perf.cuda:
+        # Said outright: bf16 autocast on a CPU wants it, and so does a multi-process CPU run
+        # (gloo), which accelerate otherwise sets up as a single process.
+        kw["use_cpu"] = True
+    if "save_safetensors" in fields:
+        kw["save_safetensors"] = True
+    return kw
+
+
+def build_training_arguments(
+    hp: Hyperparameters,
+    perf: Performance,
+    sm: SageMakerEnv,
+    checkpoint_dir: str,
+    has_eval: bool,
+    environ: Mapping[str, str] | None = None,
+) -> Any:
+    from transformers import TrainingArguments
+
+    fields = _training_fields()
+    evaluation = _evaluation(hp, has_eval, fields)
+    report_to = _report_to(sm)
+    kw: dict[str, Any] = dict(
+        output_dir=checkpoint_dir,
+        do_train=True,
+        learning_rate=hp.learning_rate,
+        num_train_epochs=hp.num_train_epochs,
+        max_steps=hp.max_steps,
+        per_device_train_batch_size=hp.per_device_train_batch_size,
+        per_device_eval_batch_size=hp.per_device_eval_batch_size,
+        gradient_accumulation_steps=hp.gradient_accumulation_steps,
+        weight_decay=hp.weight_decay,
+        max_grad_norm=hp.max_grad_norm,
+        lr_scheduler_type=hp.lr_scheduler_type,
+        seed=hp.seed,
+        bf16=perf.bf16,
+        fp16=perf.fp16,
+        tf32=perf.tf32,
+        optim=perf.optim,
+        torch_compile=perf.torch_compile,
+        dataloader_num_workers=perf.dataloader_num_workers,
+        dataloader_pin_memory=perf.dataloader_pin_memory,
+        logging_strategy="steps",
+        logging_steps=hp.logging_steps,
+        save_strategy="steps",
+        save_steps=hp.save_steps,
+        save_total_limit=hp.save_total_limit,
+        save_on_each_node=False,  # one process writes each file; other nodes only their RNG states
+        report_to=report_to,
+        disable_tqdm=True,  # progress bars flood CloudWatch; metrics are printed as lines
+        log_level="info",
+        log_level_replica="warning",
+        ddp_backend=trainer_ddp_backend(select_backend(environ)),
+        ignore_data_skip=False,
+        remove_unused_columns=True,
+        **evaluation,
+    )
+    kw.update(_version_dependent(hp, perf, sm, report_to, fields))
+    kw.update(_sharding_and_checkpointing(hp, perf, environ or os.environ, fields))
+    dropped = [k for k in kw if k not in fields]
+    for k in dropped:
+        logger.info("this transformers version has no TrainingArguments.%s; left out", k)
+        kw.pop(k)
+    return TrainingArguments(**kw)
