@@ -1,4 +1,4 @@
-"""``ftl``: submit, watch and stop fine-tuning jobs from the terminal.
+"""``ftl``: submit, watch, queue and stop fine-tuning jobs from the terminal.
 
 Exit status: 0 done, 1 the launcher or AWS failed, 2 a bad command line or a request the
 launcher rejected (validation, unknown name, conflict, configuration), 3 a watched job ended
@@ -88,41 +88,32 @@ def positive_float(text: str) -> float:
 
 
 # ---------------------------------------------------------------------- the parser
-def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    """The global options; on sub-commands they default to SUPPRESS so that
-    ``ftl --json list`` and ``ftl list --json`` both work."""
-
-    def default(value: Any) -> Any:
-        return value if top else argparse.SUPPRESS
-
-    group = parser.add_argument_group("where the launcher is")
-    group.add_argument(
+# The global options: flag, metavar, choices, help. On sub-commands they default to SUPPRESS
+# so that ``ftl --json list`` and ``ftl list --json`` both work.
+_GLOBALS: tuple[tuple[str, str | None, Sequence[str] | None, str], ...] = (
+    (
         "--stack",
-        metavar="NAME",
-        default=default(None),
-        help=f"launcher stack to read outputs from (env FTL_STACK, default {DEFAULT_STACK})",
-    )
-    group.add_argument(
-        "--function",
-        metavar="NAME",
-        default=default(None),
-        help="trigger function name or ARN (env FTL_FUNCTION_NAME)",
-    )
-    group.add_argument(
-        "--api-url",
-        metavar="URL",
-        default=default(None),
-        help="the job HTTP API URL, for --via http (env FTL_API_URL)",
-    )
-    group.add_argument(
-        "--via",
-        choices=TRANSPORTS,
-        default=default(None),
-        help="call by Lambda invoke (default) or the IAM-signed HTTP API",
-    )
-    group.add_argument("--region", default=default(None), help="AWS region")
+        "NAME",
+        None,
+        f"launcher stack to read outputs from (env FTL_STACK, default {DEFAULT_STACK})",
+    ),
+    ("--function", "NAME", None, "trigger function name or ARN (env FTL_FUNCTION_NAME)"),
+    ("--api-url", "URL", None, "the job HTTP API URL, for --via http (env FTL_API_URL)"),
+    ("--via", None, TRANSPORTS, "call by Lambda invoke (default) or the IAM-signed HTTP API"),
+    ("--region", None, None, "AWS region"),
+)
+
+
+def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    group = parser.add_argument_group("where the launcher is")
+    for flag, metavar, choices, help_text in _GLOBALS:
+        default = None if top else argparse.SUPPRESS
+        group.add_argument(flag, metavar=metavar, choices=choices, default=default, help=help_text)
     parser.add_argument(
-        "--json", action="store_true", default=default(False), help="print JSON for scripts"
+        "--json",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="print JSON for scripts",
     )
 
 
@@ -142,8 +133,37 @@ def build_parser() -> argparse.ArgumentParser:
         return sub
 
     command("templates", "list the job templates, their instance types and overridable settings")
+    _add_submit(command("submit", "start a job from a template"))
 
-    submit = command("submit", "start a job from a template")
+    status = command("status", "describe a job")
+    status.add_argument("job", metavar="JOB")
+
+    wait = command("wait", "watch a job until it ends (Ctrl-C stops watching, not the job)")
+    wait.add_argument("job", metavar="JOB")
+    _poll(wait)
+
+    listing = command("list", "list jobs, newest first")
+    listing.add_argument("--template", metavar="TEMPLATE")
+    listing.add_argument("--status", choices=JOB_STATUSES)
+    listing.add_argument("--limit", type=int, default=50, metavar="N", help="default 50")
+    listing.add_argument("--team", metavar="TEAM", help="only this team's jobs (admins)")
+
+    queue = command("queue", "show the job queue: position, team, instances, wait and reason")
+    queue.add_argument("--team", metavar="TEAM", help="only this team's jobs (admins)")
+
+    command("whoami", "show your team, its limits and current use")
+
+    stop = command("stop", "stop a job")
+    stop.add_argument("job", metavar="JOB")
+
+    logs = command("logs", "print a job's CloudWatch logs")
+    logs.add_argument("job", metavar="JOB")
+    logs.add_argument("--follow", "-f", action="store_true", help="keep printing until it ends")
+    _poll(logs, default=5.0)
+    return parser
+
+
+def _add_submit(submit: argparse.ArgumentParser) -> None:
     submit.add_argument("template", help="template name (see `ftl templates`)")
     submit.add_argument(
         "--set",
@@ -194,30 +214,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="run every check and print the estimate; start nothing",
     )
     _poll(submit)
-
-    status = command("status", "describe a job")
-    status.add_argument("job", metavar="JOB")
-
-    wait = command("wait", "watch a job until it ends (Ctrl-C stops watching, not the job)")
-    wait.add_argument("job", metavar="JOB")
-    _poll(wait)
-
-    listing = command("list", "list jobs, newest first")
-    listing.add_argument("--template", metavar="TEMPLATE")
-    listing.add_argument("--status", choices=JOB_STATUSES)
-    listing.add_argument("--limit", type=int, default=50, metavar="N", help="default 50")
-    listing.add_argument("--team", metavar="TEAM", help="only this team's jobs (admins)")
-
-    command("whoami", "show your team, its limits and current use")
-
-    stop = command("stop", "stop a job")
-    stop.add_argument("job", metavar="JOB")
-
-    logs = command("logs", "print a job's CloudWatch logs")
-    logs.add_argument("job", metavar="JOB")
-    logs.add_argument("--follow", "-f", action="store_true", help="keep printing until it ends")
-    _poll(logs, default=5.0)
-    return parser
 
 
 def _poll(parser: argparse.ArgumentParser, default: float = 15.0) -> None:
@@ -293,20 +289,11 @@ class Cli:
             return EXIT_OK
         name = job["job_name"]
         if not a.json:
-            kind = "spot" if job.get("spot") else "on-demand"
-            lines = [
-                f"submitted {name}",
-                f"  template: {job.get('template')}, {job.get('instance_count')} x "
-                f"{job.get('instance_type')} ({kind})",
-                f"  estimated max cost: {display.money(job.get('estimated_max_cost_usd'))}",
-                f"  status: {job.get('status')}",
-                f"  output: {job.get('output_s3_uri')}",
-                f"  console: {job.get('console_url')}",
-            ]
+            hint = None
             if not a.wait:
                 prefix = self.command_prefix()
-                lines.append(f"  watch: {prefix} wait {name}    logs: {prefix} logs {name} -f")
-            self.emit(job, "\n".join(lines))
+                hint = f"watch: {prefix} wait {name}    logs: {prefix} logs {name} -f"
+            self.emit(job, display.submitted(job, hint))
         elif not a.wait:
             self.emit(job, "")
         return self.watch(name) if a.wait else EXIT_OK
@@ -325,6 +312,11 @@ class Cli:
         self.emit({"jobs": jobs}, display.jobs_table(jobs) if jobs else "no jobs")
         return EXIT_OK
 
+    def cmd_queue(self) -> int:
+        jobs = self.client.queue(team=self.args.team)
+        self.emit({"jobs": jobs}, display.queue_table(jobs) if jobs else "queue is empty")
+        return EXIT_OK
+
     def cmd_whoami(self) -> int:
         me = self.client.whoami()
         self.emit(me, display.whoami(me))
@@ -332,12 +324,7 @@ class Cli:
 
     def cmd_stop(self) -> int:
         job = self.client.stop(self.args.job)
-        status = job.get("status")
-        if status == "Stopping":
-            text = f"{job['job_name']}: stopping (SageMaker saves the last checkpoint first)"
-        else:
-            text = f"{job['job_name']} is already {status}; nothing to stop"
-        self.emit(job, text)
+        self.emit(job, display.stop_result(job))
         return EXIT_OK
 
     def cmd_logs(self) -> int:
@@ -346,11 +333,7 @@ class Cli:
         printed = 0
         for event in self.client.logs(a.job, follow=a.follow, poll_seconds=a.poll):
             printed += 1
-            if a.json:
-                self.out.write(json.dumps(event) + "\n")
-            else:
-                host = event["stream"].split("/", 1)[-1]
-                self.out.write(f"[{host}] {event['message']}\n")
+            self.out.write((json.dumps(event) if a.json else display.log_line(event)) + "\n")
             self.out.flush()
         if not printed and not a.json:
             self.err.write(f"no log lines for {a.job} yet\n")
@@ -364,12 +347,7 @@ class Cli:
             progress = self.client.wait(name, self.args.poll, live.update, sleep=live.sleep)
         except KeyboardInterrupt:
             live.finish()
-            prefix = self.command_prefix()
-            self.err.write(
-                f"\nstopped watching {name}; the job keeps running.\n"
-                f"  watch again: {prefix} wait {name}\n"
-                f"  stop the job: {prefix} stop {name}\n"
-            )
+            self.err.write("\n" + display.stopped_watching(name, self.command_prefix()) + "\n")
             self.err.flush()
             return EXIT_INTERRUPTED
         finally:
@@ -390,15 +368,9 @@ class Cli:
 
     def command_prefix(self) -> str:
         """``ftl`` with the global options this run was given, to repeat in hints."""
-        a = self.args
         parts = ["ftl"]
-        for flag, value in (
-            ("--stack", a.stack),
-            ("--function", a.function),
-            ("--api-url", a.api_url),
-            ("--via", a.via),
-            ("--region", a.region),
-        ):
+        for flag, *_ in _GLOBALS:
+            value = getattr(self.args, flag[2:].replace("-", "_"))
             if value:
                 parts += [flag, shlex.quote(value)]
         return " ".join(parts)

@@ -7,6 +7,7 @@ object into :class:`LauncherError`.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -36,6 +37,23 @@ TRANSPORTS = ("invoke", "http")
 LOG_GROUP = TRAINING_LOG_GROUP
 
 _API_REGION_RE = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", re.IGNORECASE)
+QUEUED = "Queued"
+
+
+def queue_order(job: dict[str, Any]) -> tuple[bool, int, float, str]:
+    """Sort key of a queued job: by ``queue_position`` (1 = next), jobs without one after
+    those with one, then oldest first (``queued_at``, else ``queued_seconds``)."""
+    position = job.get("queue_position")
+    known = isinstance(position, int) and not isinstance(position, bool)
+    since = parse_time(job.get("queued_at"))
+    waited = job.get("queued_seconds")
+    if since is not None:
+        since_s = since.timestamp()
+    elif isinstance(waited, int | float) and not isinstance(waited, bool):
+        since_s = time.time() - float(waited)
+    else:
+        since_s = math.inf
+    return (not known, position if known else 0, since_s, str(job.get("job_name", "")))
 
 
 class LauncherClient:
@@ -181,6 +199,11 @@ class LauncherClient:
             token = page.get("next_token")
             if not token or (limit is not None and len(jobs) >= limit):
                 return jobs[:limit] if limit is not None else jobs
+
+    def queue(self, team: str | None = None) -> list[dict[str, Any]]:
+        """The jobs waiting in the job queue (status ``Queued``, every page) in queue order
+        (:func:`queue_order`). ``team`` filters by team (admins only)."""
+        return sorted(self.list_jobs(status=QUEUED, team=team), key=queue_order)
 
     def wait(
         self,

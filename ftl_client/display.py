@@ -110,6 +110,85 @@ def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
     return table(headers, rows)
 
 
+def waited(seconds: float | None) -> str:
+    """A wait, short: ``45s``, ``12m``, ``3h05m``, ``2d04h``; ``-`` when unknown."""
+    if seconds is None:
+        return "-"
+    total = int(max(0.0, float(seconds)))
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m"
+    if total < 86400:
+        return f"{total // 3600}h{total % 3600 // 60:02d}m"
+    return f"{total // 86400}d{total % 86400 // 3600:02d}h"
+
+
+def _waited_of(job: dict[str, Any], now: datetime) -> float | None:
+    """How long a queued job has waited: the launcher's ``queued_seconds`` (no clock skew),
+    else the time since ``queued_at``."""
+    value = job.get("queued_seconds")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    since = parse_time(job.get("queued_at"))
+    return None if since is None else (now - since).total_seconds()
+
+
+def queue_table(jobs: Sequence[dict[str, Any]], now: datetime | None = None) -> str:
+    """The job queue, in the order given: position, job, team, instances, wait and reason."""
+    now = now or datetime.now(UTC)
+    rows = [
+        [
+            str(j["queue_position"]) if j.get("queue_position") is not None else "-",
+            j["job_name"],
+            j.get("team") or "-",
+            f"{j.get('instance_count', '?')} x {j.get('instance_type', '?')}",
+            waited(_waited_of(j, now)),
+            j.get("queue_reason") or "-",
+        ]
+        for j in jobs
+    ]
+    return table(["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON"], rows)
+
+
+def submitted(job: dict[str, Any], watch_hint: str | None = None) -> str:
+    """What ``submit`` started: template, hardware, estimate, status and where to look."""
+    kind = "spot" if job.get("spot") else "on-demand"
+    lines = [
+        f"submitted {job['job_name']}",
+        f"  template: {job.get('template')}, {job.get('instance_count')} x "
+        f"{job.get('instance_type')} ({kind})",
+        f"  estimated max cost: {money(job.get('estimated_max_cost_usd'))}",
+        f"  status: {job.get('status')}",
+        f"  output: {job.get('output_s3_uri')}",
+        f"  console: {job.get('console_url')}",
+    ]
+    if watch_hint:
+        lines.append(f"  {watch_hint}")
+    return "\n".join(lines)
+
+
+def stop_result(job: dict[str, Any]) -> str:
+    """What ``stop`` did: asked SageMaker to stop, or nothing (the job had already ended)."""
+    if job.get("status") == "Stopping":
+        return f"{job['job_name']}: stopping (SageMaker saves the last checkpoint first)"
+    return f"{job['job_name']} is already {job.get('status')}; nothing to stop"
+
+
+def stopped_watching(name: str, prefix: str) -> str:
+    """After Ctrl-C: the job keeps running, and how to watch it again or stop it."""
+    return (
+        f"stopped watching {name}; the job keeps running.\n"
+        f"  watch again: {prefix} wait {name}\n"
+        f"  stop the job: {prefix} stop {name}"
+    )
+
+
+def log_line(event: dict[str, Any]) -> str:
+    """``[algo-1-1700000000] message``: a log event with the host part of its stream name."""
+    return f"[{event['stream'].split('/', 1)[-1]}] {event['message']}"
+
+
 def money(value: Any) -> str:
     """USD as ``$12.34``; ``-`` when unknown."""
     return "-" if value is None else f"${float(value):,.2f}"

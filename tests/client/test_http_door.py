@@ -99,6 +99,17 @@ def test_list_and_describe_use_their_routes(api):
     assert describe["pathParameters"] == {"job_name": "sbx-1"}
 
 
+def test_queue_lists_queued_jobs_through_the_list_route(api):
+    api.answer(200, {"jobs": [job("b", status="Queued")], "next_token": "t"})
+    api.answer(200, {"jobs": [job("a", status="Queued", queue_position=1)]})
+    jobs = http_client(api).queue(team="nlp")
+    assert [j["job_name"] for j in jobs] == ["a", "b"]
+    first, second = api.events
+    assert first["routeKey"] == second["routeKey"] == "GET /jobs"
+    assert first["queryStringParameters"] == {"status": "Queued", "team": "nlp"}
+    assert second["queryStringParameters"] == {"status": "Queued", "team": "nlp", "next_token": "t"}
+
+
 def test_contract_errors_keep_their_http_status(api):
     api.answer(404, {"error": {"type": "NotFound", "message": "no job", "field": "job_name"}})
     with pytest.raises(LauncherError) as info:
