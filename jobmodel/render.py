@@ -178,6 +178,88 @@ def _tags(
     return [{"Key": k, "Value": v} for k, v in merged.items()]
 
 
+def _algorithm(template: TemplateSpec, image: str) -> dict[str, Any]:
+    algorithm: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": template.input_mode}
+    if template.metrics:
+        algorithm["MetricDefinitions"] = [
+            {"Name": m, "Regex": metric_regex(m)} for m in template.metrics
+        ]
+    algorithm["EnableSageMakerMetricsTimeSeries"] = True
+    return algorithm
+
+
+def _input_config(
+    req: SubmitRequest, template: TemplateSpec, platform: PlatformConfig
+) -> list[dict[str, Any]]:
+    """One channel per request input (the template's distribution and content type), plus
+    the ``code`` channel under network isolation."""
+    channels = template.channels
+    input_config = []
+    for name, uri in req.inputs.items():
+        channel = channels[name]
+        entry: dict[str, Any] = {
+            "ChannelName": name,
+            "DataSource": {
+                "S3DataSource": {
+                    "S3DataType": "S3Prefix",
+                    "S3Uri": uri,
+                    "S3DataDistributionType": channel.distribution,
+                }
+            },
+            "InputMode": template.input_mode,
+        }
+        if channel.content_type:
+            entry["ContentType"] = channel.content_type
+        input_config.append(entry)
+    if template.network_isolation:
+        input_config.append(_code_channel(platform))
+    return input_config
+
+
+def _resource_config(
+    req: SubmitRequest, template: TemplateSpec, platform: PlatformConfig
+) -> dict[str, Any]:
+    resources: dict[str, Any] = {
+        "InstanceType": req.instance_type,
+        "InstanceCount": req.instance_count,
+        "VolumeSizeInGB": template.volume_size_gb,
+    }
+    # Instance types with local NVMe storage reject a volume key (the hardware encrypts it).
+    if platform.kms_key_arn and not INSTANCE_TYPES[req.instance_type].local_nvme:
+        resources["VolumeKmsKeyId"] = platform.kms_key_arn
+    if template.keep_alive_seconds > 0 and not req.spot:
+        resources["KeepAlivePeriodInSeconds"] = template.keep_alive_seconds
+    return resources
+
+
+def _stopping_condition(req: SubmitRequest, template: TemplateSpec) -> dict[str, Any]:
+    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": req.max_runtime_seconds}
+    if req.spot:
+        wait = req.max_wait_seconds
+        if wait is None:
+            wait = max(template.max_wait_seconds, req.max_runtime_seconds)
+        stopping["MaxWaitTimeInSeconds"] = wait
+    return stopping
+
+
+def _diagnostics(template: TemplateSpec, artifact: str, job_name: str) -> dict[str, Any]:
+    """TensorBoard, Debugger and profiler output: each only when the template asks for it
+    (the profiler is switched off explicitly otherwise)."""
+    out: dict[str, Any] = {}
+    if template.tensorboard:
+        out["TensorBoardOutputConfig"] = {
+            "S3OutputPath": f"s3://{artifact}/{job_name}/tensorboard/",
+            "LocalPath": TENSORBOARD_LOCAL_PATH,
+        }
+    if template.debugger:
+        out["DebugHookConfig"] = {"S3OutputPath": f"s3://{artifact}/{job_name}/debug/"}
+    if template.profiler:
+        out["ProfilerConfig"] = {"S3OutputPath": f"s3://{artifact}/{job_name}/profiler/"}
+    else:
+        out["ProfilerConfig"] = {"DisableProfiler": True}
+    return out
+
+
 def render_create_training_job(
     req: SubmitRequest,
     template: TemplateSpec,
@@ -202,80 +284,30 @@ def render_create_training_job(
         raise TemplateError(
             template.name, "image", "image_uri is not resolved; cannot render a job"
         )
-    itype = INSTANCE_TYPES[req.instance_type]
     artifact = (
         platform.artifact_bucket + "/" + team if team is not None else platform.artifact_bucket
     )
-    input_mode = template.input_mode
-
-    algorithm: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": input_mode}
-    if template.metrics:
-        algorithm["MetricDefinitions"] = [
-            {"Name": m, "Regex": metric_regex(m)} for m in template.metrics
-        ]
-    algorithm["EnableSageMakerMetricsTimeSeries"] = True
-
     out: dict[str, Any] = {
         "TrainingJobName": job_name,
-        "AlgorithmSpecification": algorithm,
+        "AlgorithmSpecification": _algorithm(template, image),
         "HyperParameters": _hyperparameters(req, template, platform, job_name),
         "RoleArn": role_arn or platform.role_arn,
     }
-
-    channels = template.channels
-    input_config = []
-    for name, uri in req.inputs.items():
-        channel = channels[name]
-        entry: dict[str, Any] = {
-            "ChannelName": name,
-            "DataSource": {
-                "S3DataSource": {
-                    "S3DataType": "S3Prefix",
-                    "S3Uri": uri,
-                    "S3DataDistributionType": channel.distribution,
-                }
-            },
-            "InputMode": input_mode,
-        }
-        if channel.content_type:
-            entry["ContentType"] = channel.content_type
-        input_config.append(entry)
-    if template.network_isolation:
-        input_config.append(_code_channel(platform))
+    input_config = _input_config(req, template, platform)
     if input_config:
         out["InputDataConfig"] = input_config
-
     output_config: dict[str, Any] = {"S3OutputPath": f"s3://{artifact}/"}
     if platform.kms_key_arn:
         output_config["KmsKeyId"] = platform.kms_key_arn
     out["OutputDataConfig"] = output_config
-
-    resources: dict[str, Any] = {
-        "InstanceType": req.instance_type,
-        "InstanceCount": req.instance_count,
-        "VolumeSizeInGB": template.volume_size_gb,
-    }
-    if platform.kms_key_arn and not itype.local_nvme:
-        resources["VolumeKmsKeyId"] = platform.kms_key_arn
-    if template.keep_alive_seconds > 0 and not req.spot:
-        resources["KeepAlivePeriodInSeconds"] = template.keep_alive_seconds
-    out["ResourceConfig"] = resources
-
+    out["ResourceConfig"] = _resource_config(req, template, platform)
     if platform.subnets:
         out["VpcConfig"] = {
             "SecurityGroupIds": list(platform.security_groups),
             "Subnets": list(platform.subnets),
         }
-
-    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": req.max_runtime_seconds}
-    if req.spot:
-        wait = req.max_wait_seconds
-        if wait is None:
-            wait = max(template.max_wait_seconds, req.max_runtime_seconds)
-        stopping["MaxWaitTimeInSeconds"] = wait
-    out["StoppingCondition"] = stopping
+    out["StoppingCondition"] = _stopping_condition(req, template)
     out["EnableManagedSpotTraining"] = req.spot
-
     if template.checkpoint:
         out["CheckpointConfig"] = {
             "S3Uri": checkpoint_s3_uri(platform, job_name, team),
@@ -283,26 +315,13 @@ def render_create_training_job(
         }
     out["EnableNetworkIsolation"] = template.network_isolation
     out["EnableInterContainerTrafficEncryption"] = template.inter_container_encryption
-
-    environment = efa_environment(itype)
+    environment = efa_environment(INSTANCE_TYPES[req.instance_type])
     environment.update(template.environment)
     if environment:
         out["Environment"] = environment
-
     if template.retry_attempts > 0:
         out["RetryStrategy"] = {"MaximumRetryAttempts": template.retry_attempts}
-    if template.tensorboard:
-        out["TensorBoardOutputConfig"] = {
-            "S3OutputPath": f"s3://{artifact}/{job_name}/tensorboard/",
-            "LocalPath": TENSORBOARD_LOCAL_PATH,
-        }
-    if template.debugger:
-        out["DebugHookConfig"] = {"S3OutputPath": f"s3://{artifact}/{job_name}/debug/"}
-    if template.profiler:
-        out["ProfilerConfig"] = {"S3OutputPath": f"s3://{artifact}/{job_name}/profiler/"}
-    else:
-        out["ProfilerConfig"] = {"DisableProfiler": True}
-
+    out.update(_diagnostics(template, artifact, job_name))
     out["Tags"] = _tags(req, template, platform, requested_by, team)
     return out
 
