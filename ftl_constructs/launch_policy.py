@@ -43,19 +43,17 @@ def training_job_arns(stack: Stack, teams: Sequence[str] = ()) -> list[str]:
     ]
 
 
-def launch_statements(
+def create_conditions(
     *,
-    stack: Stack,
     platform_name: str,
     specs: Sequence[TemplateSpec],
-    pass_roles: Sequence[iam.IRole],
     key: kms.IKey,
     subnets: Sequence[ec2.ISubnet] = (),
     security_group: ec2.ISecurityGroup | None = None,
     teams: Sequence[str] = (),
-) -> list[iam.PolicyStatement]:
-    """The trigger's statements for starting, describing, stopping and tagging jobs."""
-    jobs = training_job_arns(stack, teams)
+) -> dict[str, dict[str, Any]]:
+    """What every ``CreateTrainingJob`` the trigger makes must satisfy: the catalog's instance
+    types and limits, the platform key, the platform's network (or none) and tags."""
     instance_types = sorted({t for s in specs for t in s.instance_types})
     in_vpc = bool(subnets) and security_group is not None
     only_values: dict[str, Any] = {"sagemaker:InstanceTypes": instance_types}
@@ -91,6 +89,30 @@ def launch_statements(
         allowed = {bool(getattr(s, attr)) for s in specs}
         if len(allowed) == 1:
             conditions.setdefault("Bool", {})[flag] = str(allowed.pop()).lower()
+    return conditions
+
+
+def launch_statements(
+    *,
+    stack: Stack,
+    platform_name: str,
+    specs: Sequence[TemplateSpec],
+    pass_roles: Sequence[iam.IRole],
+    key: kms.IKey,
+    subnets: Sequence[ec2.ISubnet] = (),
+    security_group: ec2.ISecurityGroup | None = None,
+    teams: Sequence[str] = (),
+) -> list[iam.PolicyStatement]:
+    """The trigger's statements for starting, describing, stopping and tagging jobs."""
+    jobs = training_job_arns(stack, teams)
+    conditions = create_conditions(
+        platform_name=platform_name,
+        specs=specs,
+        key=key,
+        subnets=subnets,
+        security_group=security_group,
+        teams=teams,
+    )
     own_jobs = {"StringEquals": {f"aws:ResourceTag/{PLATFORM_TAG}": platform_name}}
     return [
         iam.PolicyStatement(

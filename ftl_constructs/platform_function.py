@@ -125,6 +125,9 @@ class PlatformFunction(Construct):
             snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if settings.snap_start else None,
         )
         self.function.node.add_dependency(self.policy)
+        self._acknowledge(settings)
+
+    def _acknowledge(self, settings: LambdaSettings) -> None:
         if settings.runtime != LAMBDA_RUNTIMES[-1]:
             acknowledge(
                 self.function,

@@ -110,45 +110,12 @@ class PlatformSettings:
             REGION_RE,
             "an AWS region name such as 'us-east-1'",
         )
-        account = v["account"] if v["account"] is not None else default_account
-        if account is not None and not (isinstance(account, str) and ACCOUNT_RE.match(account)):
-            raise ContextError("account", "a 12-digit AWS account id", account)
-
+        account = _account_setting(v, default_account)
         expiry = int_setting(v, "checkpointExpiryDays", 30, 1, 3650)
-        retention = int_setting(v, "logRetentionDays", 365, 1, 3653)
-        if retention not in _LOG_RETENTION_DAYS:
-            raise ContextError(
-                "logRetentionDays", f"one of {', '.join(map(str, _LOG_RETENTION_DAYS))}", retention
-            )
-
-        extra = v["extraInputBuckets"] if v["extraInputBuckets"] is not None else []
-        if not isinstance(extra, list) or not all(
-            isinstance(b, str) and is_bucket_name(b) for b in extra
-        ):
-            raise ContextError("extraInputBuckets", "a list of S3 bucket names", extra)
-
-        tags = v["tags"] if v["tags"] is not None else {}
-        if not isinstance(tags, dict) or not all(
-            isinstance(k, str)
-            and isinstance(t, str)
-            and 0 < len(k) <= 128
-            and len(t) <= 256
-            and not k.lower().startswith(("aws:", CONTEXT_PREFIX))
-            for k, t in tags.items()
-        ):
-            raise ContextError(
-                "tags",
-                "an object of string tags (keys 1-128 chars, values up to "
-                "256, no 'aws:' or 'ftl:' keys)",
-                tags,
-            )
-
-        catalog_file = v["catalogFile"]
-        if catalog_file is not None and not (
-            isinstance(catalog_file, str) and catalog_file.endswith(".json")
-        ):
-            raise ContextError("catalogFile", "a path to a JSON template catalog", catalog_file)
-
+        retention = _retention_setting(v)
+        extra = _buckets_setting(v)
+        tags = _tags_setting(v)
+        catalog_file = _catalog_setting(v)
         teams = teams_setting(v)
         if teams.enabled and extra:
             raise ContextError(
@@ -206,6 +173,60 @@ _KEYS = (
     "queueSharePolicy",
     "queueWaitAlarmMinutes",
 )
+
+
+def _account_setting(v: Mapping[str, Any], default_account: str | None) -> str | None:
+    account = v["account"] if v["account"] is not None else default_account
+    if account is not None and not (isinstance(account, str) and ACCOUNT_RE.match(account)):
+        raise ContextError("account", "a 12-digit AWS account id", account)
+    return account
+
+
+def _retention_setting(v: Mapping[str, Any]) -> int:
+    retention = int_setting(v, "logRetentionDays", 365, 1, 3653)
+    if retention not in _LOG_RETENTION_DAYS:
+        raise ContextError(
+            "logRetentionDays", f"one of {', '.join(map(str, _LOG_RETENTION_DAYS))}", retention
+        )
+    return retention
+
+
+def _buckets_setting(v: Mapping[str, Any]) -> list[str]:
+    extra = v["extraInputBuckets"] if v["extraInputBuckets"] is not None else []
+    if not isinstance(extra, list) or not all(
+        isinstance(b, str) and is_bucket_name(b) for b in extra
+    ):
+        raise ContextError("extraInputBuckets", "a list of S3 bucket names", extra)
+    return extra
+
+
+def _tags_setting(v: Mapping[str, Any]) -> dict[str, str]:
+    tags = v["tags"] if v["tags"] is not None else {}
+    if not isinstance(tags, dict) or not all(
+        isinstance(k, str)
+        and isinstance(t, str)
+        and 0 < len(k) <= 128
+        and len(t) <= 256
+        and not k.lower().startswith(("aws:", CONTEXT_PREFIX))
+        for k, t in tags.items()
+    ):
+        raise ContextError(
+            "tags",
+            "an object of string tags (keys 1-128 chars, values up to "
+            "256, no 'aws:' or 'ftl:' keys)",
+            tags,
+        )
+    return tags
+
+
+def _catalog_setting(v: Mapping[str, Any]) -> str | None:
+    catalog_file = v["catalogFile"]
+    if catalog_file is not None and not (
+        isinstance(catalog_file, str) and catalog_file.endswith(".json")
+    ):
+        raise ContextError("catalogFile", "a path to a JSON template catalog", catalog_file)
+    return catalog_file
+
 
 # CloudWatch Logs accepts only these retention periods (days -> aws_logs.RetentionDays name).
 _RETENTION_NAMES = {

@@ -87,63 +87,83 @@ class TrainingNetwork(Construct):
         super().__init__(scope, id)
         if not settings.enabled:
             raise ValueError("TrainingNetwork needs network mode 'new' or 'existing'")
-
         if settings.mode == "new":
-            nat = settings.egress == "nat"
-            private_type = (
-                ec2.SubnetType.PRIVATE_WITH_EGRESS if nat else ec2.SubnetType.PRIVATE_ISOLATED
-            )
-            subnet_config = [
-                ec2.SubnetConfiguration(name="training", subnet_type=private_type, cidr_mask=20)
-            ]
-            if nat:
-                subnet_config.append(
-                    ec2.SubnetConfiguration(
-                        name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
-                    )
-                )
-            vpc = ec2.Vpc(
-                self,
-                "Vpc",
-                ip_addresses=ec2.IpAddresses.cidr(settings.vpc_cidr),
-                max_azs=settings.max_azs,
-                nat_gateways=1 if nat else 0,
-                subnet_configuration=subnet_config,
-                restrict_default_security_group=False,
-            )
-            flow_logs = logs.LogGroup(
-                self,
-                "FlowLogs",
-                encryption_key=encryption_key,
-                retention=log_retention,
-                removal_policy=RemovalPolicy.RETAIN,
-            )
-            vpc.add_flow_log(
-                "FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs)
-            )
-            self.subnets = vpc.select_subnets(subnet_type=private_type).subnets
+            self.vpc, self.subnets = self._new_vpc(settings, encryption_key, log_retention)
         else:
-            existing = settings.existing
-            assert existing is not None
-            vpc = ec2.Vpc.from_vpc_attributes(
-                self,
-                "Vpc",
-                vpc_id=existing.vpc_id,
-                availability_zones=list(existing.availability_zones),
-                private_subnet_ids=list(existing.private_subnet_ids),
-                private_subnet_route_table_ids=list(existing.route_table_ids) or None,
-            )
-            self.subnets = vpc.private_subnets
-        self.vpc = vpc
+            self.vpc, self.subnets = self._existing_vpc(settings)
+        self.security_group = self._training_security_group()
+        self.endpoint_security_group = None
+        self.s3_endpoint: ec2.GatewayVpcEndpoint | None = None
+        if settings.create_endpoints:
+            self._add_endpoints(list(job_bucket_arns))
+        acknowledge(
+            self.security_group,
+            "AwsSolutions-EC23",
+            "Inbound traffic is allowed only from this security group itself.",
+        )
 
-        self.security_group = ec2.SecurityGroup(
+    def _new_vpc(
+        self,
+        settings: NetworkSettings,
+        encryption_key: kms.IKey,
+        log_retention: logs.RetentionDays,
+    ) -> tuple[ec2.IVpc, list[ec2.ISubnet]]:
+        """Private subnets (isolated, or with a NAT gateway for ``egress='nat'``), flow logs."""
+        nat = settings.egress == "nat"
+        private_type = (
+            ec2.SubnetType.PRIVATE_WITH_EGRESS if nat else ec2.SubnetType.PRIVATE_ISOLATED
+        )
+        subnet_config = [
+            ec2.SubnetConfiguration(name="training", subnet_type=private_type, cidr_mask=20)
+        ]
+        if nat:
+            subnet_config.append(
+                ec2.SubnetConfiguration(
+                    name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
+                )
+            )
+        vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(settings.vpc_cidr),
+            max_azs=settings.max_azs,
+            nat_gateways=1 if nat else 0,
+            subnet_configuration=subnet_config,
+            restrict_default_security_group=False,
+        )
+        flow_logs = logs.LogGroup(
+            self,
+            "FlowLogs",
+            encryption_key=encryption_key,
+            retention=log_retention,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        vpc.add_flow_log(
+            "FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_logs)
+        )
+        return vpc, vpc.select_subnets(subnet_type=private_type).subnets
+
+    def _existing_vpc(self, settings: NetworkSettings) -> tuple[ec2.IVpc, list[ec2.ISubnet]]:
+        existing = settings.existing
+        assert existing is not None
+        vpc = ec2.Vpc.from_vpc_attributes(
+            self,
+            "Vpc",
+            vpc_id=existing.vpc_id,
+            availability_zones=list(existing.availability_zones),
+            private_subnet_ids=list(existing.private_subnet_ids),
+            private_subnet_route_table_ids=list(existing.route_table_ids) or None,
+        )
+        return vpc, vpc.private_subnets
+
+    def _training_security_group(self) -> ec2.SecurityGroup:
+        sg = ec2.SecurityGroup(
             self,
             "TrainingSecurityGroup",
-            vpc=vpc,
+            vpc=self.vpc,
             description="Fine-tuning jobs: all traffic between job hosts (NCCL/EFA), HTTPS out",
             allow_all_outbound=False,
         )
-        sg = self.security_group
         sg.add_ingress_rule(sg, ec2.Port.all_traffic(), "All traffic between training hosts")
         sg.add_egress_rule(sg, ec2.Port.all_traffic(), "All traffic between training hosts")
         # HTTPS out: to the interface endpoints and S3 (gateway endpoint routes carry no fixed
@@ -154,40 +174,36 @@ class TrainingNetwork(Construct):
             ec2.Port.tcp(443),
             "HTTPS to VPC endpoints, S3 and (with NAT) model hubs",
         )
+        return sg
 
-        self.endpoint_security_group = None
-        self.s3_endpoint: ec2.GatewayVpcEndpoint | None = None
-        if settings.create_endpoints:
-            self.s3_endpoint = vpc.add_gateway_endpoint(
-                "S3Endpoint",
-                service=ec2.GatewayVpcEndpointAwsService.S3,
-                subnets=[ec2.SubnetSelection(subnets=self.subnets)],
-            )
-            self._limit_s3_endpoint(self.s3_endpoint, list(job_bucket_arns))
-            self.endpoint_security_group = ec2.SecurityGroup(
-                self,
-                "EndpointSecurityGroup",
-                vpc=vpc,
-                description="Interface endpoints: HTTPS from training jobs only",
-                allow_all_outbound=False,
-            )
-            self.endpoint_security_group.add_ingress_rule(
-                sg, ec2.Port.tcp(443), "HTTPS from training jobs"
-            )
-            for name, service in INTERFACE_ENDPOINTS.items():
-                vpc.add_interface_endpoint(
-                    name,
-                    service=service,
-                    subnets=ec2.SubnetSelection(subnets=self.subnets),
-                    security_groups=[self.endpoint_security_group],
-                    private_dns_enabled=True,
-                    open=False,
-                )
-        acknowledge(
-            sg,
-            "AwsSolutions-EC23",
-            "Inbound traffic is allowed only from this security group itself.",
+    def _add_endpoints(self, job_bucket_arns: list[str]) -> None:
+        """The S3 gateway endpoint (limited to the platform's buckets) and the interface
+        endpoints, reachable over HTTPS from training jobs only."""
+        self.s3_endpoint = self.vpc.add_gateway_endpoint(
+            "S3Endpoint",
+            service=ec2.GatewayVpcEndpointAwsService.S3,
+            subnets=[ec2.SubnetSelection(subnets=self.subnets)],
         )
+        self._limit_s3_endpoint(self.s3_endpoint, job_bucket_arns)
+        self.endpoint_security_group = ec2.SecurityGroup(
+            self,
+            "EndpointSecurityGroup",
+            vpc=self.vpc,
+            description="Interface endpoints: HTTPS from training jobs only",
+            allow_all_outbound=False,
+        )
+        self.endpoint_security_group.add_ingress_rule(
+            self.security_group, ec2.Port.tcp(443), "HTTPS from training jobs"
+        )
+        for name, service in INTERFACE_ENDPOINTS.items():
+            self.vpc.add_interface_endpoint(
+                name,
+                service=service,
+                subnets=ec2.SubnetSelection(subnets=self.subnets),
+                security_groups=[self.endpoint_security_group],
+                private_dns_enabled=True,
+                open=False,
+            )
 
     def _limit_s3_endpoint(self, endpoint: ec2.GatewayVpcEndpoint, buckets: list[str]) -> None:
         if buckets:

@@ -71,46 +71,66 @@ class TrainingRole(Construct):
             resource_name=f"{TRAINING_LOG_GROUP}:*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
-        add = self.policy.add_statements
-
         # A team role (teams mode) sees only the team's prefix of each platform bucket, plus the
         # team's own input buckets; the platform-wide role sees the whole buckets.
         objects = f"{team}/*" if team else "*"
         whole = [
             f"arn:{stack.partition}:s3:::{name}" for name in (*extra_input_buckets, *team_buckets)
         ]
-        listing = [] if team else ["s3:ListBucket"]
+        self._allow_inputs(data_bucket, checkpoint_bucket, artifact_bucket, objects, team, whole)
+        self._allow_outputs(checkpoint_bucket, artifact_bucket, objects, team)
+        self._allow_key_logs_and_images(encryption_key, log_group_arn)
+        if vpc is not None and security_group is not None:
+            self._allow_vpc(stack, vpc, list(subnets), security_group)
+        self._acknowledge(
+            data_bucket, checkpoint_bucket, artifact_bucket, log_group_arn, objects, team, whole
+        )
+
+    def _allow_inputs(
+        self,
+        data: s3.IBucket,
+        ckpt: s3.IBucket,
+        art: s3.IBucket,
+        objects: str,
+        team: str | None,
+        whole: list[str],
+    ) -> None:
+        """Read the training data (a team: its prefix only) and the extra input buckets."""
         if team:
-            add(
+            self.policy.add_statements(
                 iam.PolicyStatement(
                     sid="ReadTrainingData",
                     actions=["s3:GetObject"],
-                    resources=[data_bucket.arn_for_objects(objects)],
+                    resources=[data.arn_for_objects(objects)],
                 ),
                 iam.PolicyStatement(
                     sid="ListTeamPrefixes",
                     actions=["s3:ListBucket"],
-                    resources=[
-                        b.bucket_arn for b in (data_bucket, checkpoint_bucket, artifact_bucket)
-                    ],
+                    resources=[b.bucket_arn for b in (data, ckpt, art)],
                     conditions={"StringLike": {"s3:prefix": [objects]}},
                 ),
                 iam.PolicyStatement(
                     sid="LocateTeamData",
                     actions=["s3:GetBucketLocation"],
-                    resources=[data_bucket.bucket_arn],
+                    resources=[data.bucket_arn],
                 ),
             )
-        input_buckets = whole if team else [data_bucket.bucket_arn, *whole]
+        input_buckets = whole if team else [data.bucket_arn, *whole]
         if input_buckets:
-            add(
+            self.policy.add_statements(
                 iam.PolicyStatement(
                     sid="ReadTeamBuckets" if team else "ReadTrainingData",
                     actions=["s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation"],
                     resources=input_buckets + [f"{arn}/*" for arn in input_buckets],
                 )
             )
-        add(
+
+    def _allow_outputs(
+        self, ckpt: s3.IBucket, art: s3.IBucket, objects: str, team: str | None
+    ) -> None:
+        """Read and write checkpoints, write model artifacts (a team: under its prefix)."""
+        listing = [] if team else ["s3:ListBucket"]
+        self.policy.add_statements(
             # SageMaker syncs /opt/ml/checkpoints both ways; deleting a local file deletes it in S3.
             iam.PolicyStatement(
                 sid="ReadWriteCheckpoints",
@@ -123,10 +143,7 @@ class TrainingRole(Construct):
                     "s3:AbortMultipartUpload",
                     "s3:ListMultipartUploadParts",
                 ],
-                resources=[
-                    checkpoint_bucket.bucket_arn,
-                    checkpoint_bucket.arn_for_objects(objects),
-                ],
+                resources=[ckpt.bucket_arn, ckpt.arn_for_objects(objects)],
             ),
             iam.PolicyStatement(
                 sid="WriteModelArtifacts",
@@ -138,10 +155,13 @@ class TrainingRole(Construct):
                     "s3:AbortMultipartUpload",
                     "s3:ListMultipartUploadParts",
                 ],
-                resources=[artifact_bucket.bucket_arn, artifact_bucket.arn_for_objects(objects)],
+                resources=[art.bucket_arn, art.arn_for_objects(objects)],
             ),
         )
-        add(
+
+    def _allow_key_logs_and_images(self, key: kms.IKey, log_group_arn: str) -> None:
+        """Use the platform key, write the jobs' logs and metrics, authenticate to ECR."""
+        self.policy.add_statements(
             iam.PolicyStatement(
                 sid="UsePlatformKey",
                 actions=[
@@ -153,13 +173,13 @@ class TrainingRole(Construct):
                     "kms:ReEncryptTo",
                     "kms:DescribeKey",
                 ],
-                resources=[encryption_key.key_arn],
+                resources=[key.key_arn],
             ),
             # Encrypted training volumes need a grant that SageMaker creates on the job's behalf.
             iam.PolicyStatement(
                 sid="GrantPlatformKeyToVolumes",
                 actions=["kms:CreateGrant"],
-                resources=[encryption_key.key_arn],
+                resources=[key.key_arn],
                 conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
             ),
             iam.PolicyStatement(
@@ -183,11 +203,6 @@ class TrainingRole(Construct):
                 actions=["ecr:GetAuthorizationToken"],
                 resources=["*"],
             ),
-        )
-        if vpc is not None and security_group is not None:
-            self._allow_vpc(stack, vpc, list(subnets), security_group)
-        self._acknowledge(
-            data_bucket, checkpoint_bucket, artifact_bucket, log_group_arn, objects, team, whole
         )
 
     def allow_image_pull(self, image_uri: str) -> None:

@@ -33,7 +33,27 @@ class FoundationStack(Stack):
         super().__init__(scope, id, **kwargs)
         self.settings = settings
         self.key = PlatformKey(self, "PlatformKey", alias=f"alias/{settings.name}-platform").key
+        self._add_buckets(settings)
+        self.network = None
+        if settings.network.enabled:
+            self.network = TrainingNetwork(
+                self,
+                "Network",
+                settings=settings.network,
+                encryption_key=self.key,
+                log_retention=retention_days(settings.log_retention_days),
+                job_bucket_arns=[
+                    self.data_bucket.bucket_arn,
+                    self.checkpoint_bucket.bucket_arn,
+                    self.artifact_bucket.bucket_arn,
+                    *(f"arn:{self.partition}:s3:::{name}" for name in settings.input_bucket_names),
+                ],
+            )
+        self._add_training_roles(settings)
+        self._add_outputs()
 
+    def _add_buckets(self, settings: PlatformSettings) -> None:
+        """The access-log bucket, then the data, checkpoint and artifact buckets logging to it."""
         access_logs = AccessLogBucket(
             self, "AccessLogs", retention_days=settings.log_retention_days
         ).bucket
@@ -68,22 +88,8 @@ class FoundationStack(Stack):
         )
         self.artifact_bucket = bucket("ArtifactBucket", versioned=True).bucket
 
-        self.network = None
-        if settings.network.enabled:
-            self.network = TrainingNetwork(
-                self,
-                "Network",
-                settings=settings.network,
-                encryption_key=self.key,
-                log_retention=retention_days(settings.log_retention_days),
-                job_bucket_arns=[
-                    self.data_bucket.bucket_arn,
-                    self.checkpoint_bucket.bucket_arn,
-                    self.artifact_bucket.bucket_arn,
-                    *(f"arn:{self.partition}:s3:::{name}" for name in settings.input_bucket_names),
-                ],
-            )
-
+    def _add_training_roles(self, settings: PlatformSettings) -> None:
+        """Single-team: one role for every job. Teams: one role per team, none shared."""
         role_settings = dict(
             data_bucket=self.data_bucket,
             checkpoint_bucket=self.checkpoint_bucket,
@@ -93,7 +99,6 @@ class FoundationStack(Stack):
             subnets=self.network.subnets if self.network else (),
             security_group=self.network.security_group if self.network else None,
         )
-        # Single-team: one role for every job. Teams: one role per team, none shared.
         self.training_role: TrainingRole | None = None
         self.team_roles: dict[str, TrainingRole] = {}
         if settings.teams.enabled:
@@ -113,6 +118,7 @@ class FoundationStack(Stack):
                 **role_settings,
             )
 
+    def _add_outputs(self) -> None:
         CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)
         CfnOutput(self, "CheckpointBucketName", value=self.checkpoint_bucket.bucket_name)
         CfnOutput(self, "ArtifactBucketName", value=self.artifact_bucket.bucket_name)
