@@ -25,9 +25,29 @@ def _apply_shims() -> None:
     if _patched:
         return
     _patched = True
-
     # 1. moto 5.2's AWS::KMS::Key expects KMS API tags ({TagKey, TagValue}); CloudFormation
     #    gives {Key, Value}, and the stack fails with KeyError 'TagKey'.
+    _kms_key_tags()
+    # 2. moto 5.2's AWS::S3::Bucket applies only encryption and tags; apply the bucket's
+    #    public access block, versioning, lifecycle and access logging too.
+    _s3_bucket_properties()
+    # 3. moto runs Lambda code only inside Docker, which this machine lacks: run the function's
+    #    own deployed zip in this process instead, with its configured environment.
+    _lambda_in_process()
+    # 4. DynamoDB applies each conditional write and each transaction atomically; moto 5.2
+    #    checks a condition and then writes with no lock (two concurrent claims of one token
+    #    can both succeed), and its transactions deep-copy whole tables for rollback while
+    #    other request threads change them (500s), at ~0.1 ms per item. One lock serialises
+    #    moto's DynamoDB actions, and a transaction saves and restores only the items it
+    #    touches instead of copying tables: equivalent once nothing else runs concurrently.
+    _make_dynamodb_atomic()
+    # 5. moto 5.2's CloudFormation has no AWS::Lambda::Alias (the trigger's http, team-<name>
+    #    and admin aliases), and its AWS::Lambda::Version answers neither Ref (the version ARN)
+    #    nor Fn::GetAtt Version: create aliases with moto's own Lambda API, and answer both.
+    _lambda_alias_resources()
+
+
+def _kms_key_tags() -> None:
     from moto.kms.models import Key
 
     original = Key.create_from_cloudformation_json.__func__
@@ -44,8 +64,8 @@ def _apply_shims() -> None:
 
     Key.create_from_cloudformation_json = classmethod(create_key)
 
-    # 2. moto 5.2's AWS::S3::Bucket applies only encryption and tags; apply the bucket's
-    #    public access block, versioning, lifecycle and access logging too.
+
+def _s3_bucket_properties() -> None:
     from moto.s3.models import FakeBucket, PublicAccessBlock
 
     original_bucket = FakeBucket.create_from_cloudformation_json.__func__
@@ -79,10 +99,10 @@ def _apply_shims() -> None:
 
     FakeBucket.create_from_cloudformation_json = classmethod(create_bucket)
 
-    # 3. moto runs Lambda code only inside Docker, which this machine lacks: run the function's
-    #    own deployed zip in this process instead, with its configured environment.
-    #    Lambda decodes the payload once (a JSON string arrives as a str) and tells the
-    #    handler the invoked ARN with its qualifier (alias or version): so does the shim.
+
+def _lambda_in_process() -> None:
+    """Lambda decodes the payload once (a JSON string arrives as a str) and tells the handler
+    the invoked ARN with its qualifier (alias or version): so does the shim."""
     from moto.awslambda.models import LambdaBackend, LambdaFunction
 
     original_invoke = LambdaBackend.invoke
@@ -116,19 +136,6 @@ def _apply_shims() -> None:
     LambdaBackend.invoke = invoke  # type: ignore[method-assign]
     LambdaFunction.invoke = function_invoke  # type: ignore[method-assign]
     LambdaFunction._invoke_lambda = _invoke_in_process
-
-    # 4. DynamoDB applies each conditional write and each transaction atomically; moto 5.2
-    #    checks a condition and then writes with no lock (two concurrent claims of one token
-    #    can both succeed), and its transactions deep-copy whole tables for rollback while
-    #    other request threads change them (500s), at ~0.1 ms per item. One lock serialises
-    #    moto's DynamoDB actions, and a transaction saves and restores only the items it
-    #    touches instead of copying tables: equivalent once nothing else runs concurrently.
-    _make_dynamodb_atomic()
-
-    # 5. moto 5.2's CloudFormation has no AWS::Lambda::Alias (the trigger's http, team-<name>
-    #    and admin aliases), and its AWS::Lambda::Version answers neither Ref (the version ARN)
-    #    nor Fn::GetAtt Version: create aliases with moto's own Lambda API, and answer both.
-    _lambda_alias_resources()
 
 
 def _lambda_alias_resources() -> None:
