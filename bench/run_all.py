@@ -6,6 +6,10 @@ Each benchmark runs in its own process (``python -m bench.<name> --json ...``) s
 skew or break another; its full report is printed as it finishes, and a failed benchmark is a
 row saying so rather than the end of the run. Names: cold_start, request_overhead,
 queue_submit, synth, asset_size, load, train_throughput. About 4-5 minutes on two shared cores.
+
+The file's earlier rows and reports of benchmarks not run this time are kept, marked with
+their run's date, and so are sections written by hand (such as the SFT throughput runs of
+``bench/train_throughput.py --task sft``).
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,168 +72,243 @@ def _synth_spread(r: dict[str, Any]) -> str:
     return f"{min(pairs):.2f}-{max(pairs):.2f}x"
 
 
-def _queue_submit_row(r: dict[str, Any]) -> list[str]:
-    queue, direct = r["queue"], r["direct"]
-    return [
-        "submit in queue mode, AWS stubbed (p50 / p99)",
-        f"{fmt_ms(queue['p50_s'])} / {fmt_ms(queue['p99_s'])}",
-        f"direct mode {fmt_ms(direct['p50_s'])} / {fmt_ms(direct['p99_s'])}",
-        f"{r['ratio_p50']:.2f}x / {r['ratio_p99']:.2f}x direct's time",
-        "-",
-        "-",
-    ]
-
-
 def _met(ok: bool) -> str:
     return "yes" if ok else "**no**"
 
 
-def rows(results: dict[str, tuple[dict[str, Any] | None, str]]) -> list[list[str]]:
-    table: list[list[str]] = []
+def _cold_start_rows(r: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            "trigger cold start (fresh process to ready)",
+            fmt_ms(r["A_wall_s"]),
+            f"SDK {fmt_ms(r['B_wall_s'])}",
+            f"{r['ratio']:.1f}x faster ({r['cpu_ratio']:.1f}x CPU); "
+            f"extremes {min(r['B_all_s']) / max(r['A_all_s']):.1f}-"
+            f"{max(r['B_all_s']) / min(r['A_all_s']):.1f}x",
+            f">= {r['target']:g}x",
+            _met(r["ratio"] >= r["target"]),
+        ]
+    ]
 
-    def missing(name: str, label: str) -> None:
-        table.append([label, "-", "-", "-", "-", results[name][1]])
 
-    r, _ = results.get("cold_start", (None, ""))
-    if r:
-        table.append(
-            [
-                "trigger cold start (fresh process to ready)",
-                fmt_ms(r["A_wall_s"]),
-                f"SDK {fmt_ms(r['B_wall_s'])}",
-                f"{r['ratio']:.1f}x faster ({r['cpu_ratio']:.1f}x CPU); "
-                f"extremes {min(r['B_all_s']) / max(r['A_all_s']):.1f}-"
-                f"{max(r['B_all_s']) / min(r['A_all_s']):.1f}x",
-                f">= {r['target']:g}x",
-                _met(r["ratio"] >= r["target"]),
-            ]
-        )
-    elif "cold_start" in results:
-        missing("cold_start", "trigger cold start")
-    r, _ = results.get("request_overhead", (None, ""))
-    if r:
-        ours, sdk = r["launcher_validate_render"], r["sdk_validate_build"]
-        table.append(
-            [
-                "validate+render per request (p50 / p99)",
-                f"{fmt_ms(ours['p50_s'])} / {fmt_ms(ours['p99_s'])}",
-                f"SDK {fmt_ms(sdk['p50_s'])} / {fmt_ms(sdk['p99_s'])}",
-                f"{r['ratio_p50']:.0f}x / {r['ratio_p99']:.0f}x faster",
-                "p99 < 2 ms",
-                _met(r["meets_target"]),
-            ]
-        )
-        ours, sdk = r["launcher_full"], r["sdk_full"]
-        table.append(
-            [
-                "full submit, AWS stubbed (p50 / p99)",
-                f"{fmt_ms(ours['p50_s'])} / {fmt_ms(ours['p99_s'])}",
-                f"SDK train() {fmt_ms(sdk['p50_s'])} / {fmt_ms(sdk['p99_s'])}",
-                f"{r['ratio_full_p50']:.1f}x / {r['ratio_full_p99']:.1f}x faster",
-                "-",
-                "-",
-            ]
-        )
-    elif "request_overhead" in results:
-        missing("request_overhead", "per-request overhead")
-    r, _ = results.get("queue_submit", (None, ""))
-    if r:
-        table.append(_queue_submit_row(r))
-    elif "queue_submit" in results:
-        missing("queue_submit", "submit in queue mode")
-    r, _ = results.get("synth", (None, ""))
-    if r:
-        table.append(
-            [
-                "cdk synth, whole app",
-                f"{r['app_s']:.1f} s",
-                f"empty app {r['empty_s']:.1f} s",
-                f"{r['ratio']:.2f}x the empty app; paired runs {_synth_spread(r)}",
-                f"<= {r['target']:g}x",
-                _met(r["ratio"] <= r["target"]),
-            ]
-        )
-    elif "synth" in results:
-        missing("synth", "cdk synth")
-    r, _ = results.get("asset_size", (None, ""))
-    if r:
-        assets = r["assets"]
-        events = next((v for k, v in assets.items() if "JobEvents" in k), None)
-        source = next((v for k, v in assets.items() if "TrainingSource" in k), None)
-        table.append(
-            [
-                "trigger asset (zipped)",
-                fmt_bytes(r["trigger_zipped"]),
-                f"SDK package {fmt_bytes(r['sdk_zipped'])}",
-                f"{r['ratio']:.0f}x smaller",
-                "-",
-                "-",
-            ]
-        )
-        if events and source:
-            table.append(
-                [
-                    "job-events asset / training source",
-                    f"{fmt_bytes(events['zipped'])} / {fmt_bytes(source['zipped'])}",
-                    "-",
-                    "-",
-                    "-",
-                    "-",
-                ]
-            )
-    elif "asset_size" in results:
-        missing("asset_size", "asset sizes")
-    r, _ = results.get("load", (None, ""))
-    if r:
-        lat, over = r["latency"], r["overhead"]
-        table.append(
-            [
-                f"load: {r['submissions']} distinct submits, moto sandbox",
-                f"{r['throughput_per_s']:.0f}/s; overhead p50/p95/p99 {fmt_ms(over['p50_s'])}"
-                f" / {fmt_ms(over['p95_s'])} / {fmt_ms(over['p99_s'])}",
-                f"latency p50/p99 {fmt_ms(lat['p50_s'])} / {fmt_ms(lat['p99_s'])}",
-                "-",
-                "none lost or doubled",
-                _met(not r["problems"]),
-            ]
-        )
-    elif "load" in results:
-        missing("load", "load")
-    r, _ = results.get("train_throughput", (None, ""))
-    if r:
-        table.append(
-            [
-                f"training throughput ({r.get('config')}, {r.get('device')})",
-                "tuned defaults",
-                "seed settings",
-                f"{r['ratio']:.2f}x samples/s",
-                "-",
-                "-",
-            ]
-        )
-    elif "train_throughput" in results:
-        missing("train_throughput", "training throughput")
+def _request_overhead_rows(r: dict[str, Any]) -> list[list[str]]:
+    ours, sdk = r["launcher_validate_render"], r["sdk_validate_build"]
+    full, sdk_full = r["launcher_full"], r["sdk_full"]
+    return [
+        [
+            "validate+render per request (p50 / p99)",
+            f"{fmt_ms(ours['p50_s'])} / {fmt_ms(ours['p99_s'])}",
+            f"SDK {fmt_ms(sdk['p50_s'])} / {fmt_ms(sdk['p99_s'])}",
+            f"{r['ratio_p50']:.0f}x / {r['ratio_p99']:.0f}x faster",
+            "p99 < 2 ms",
+            _met(r["meets_target"]),
+        ],
+        [
+            "full submit, AWS stubbed (p50 / p99)",
+            f"{fmt_ms(full['p50_s'])} / {fmt_ms(full['p99_s'])}",
+            f"SDK train() {fmt_ms(sdk_full['p50_s'])} / {fmt_ms(sdk_full['p99_s'])}",
+            f"{r['ratio_full_p50']:.1f}x / {r['ratio_full_p99']:.1f}x faster",
+            "-",
+            "-",
+        ],
+    ]
+
+
+def _queue_submit_rows(r: dict[str, Any]) -> list[list[str]]:
+    queue, direct = r["queue"], r["direct"]
+    return [
+        [
+            "submit in queue mode, AWS stubbed (p50 / p99)",
+            f"{fmt_ms(queue['p50_s'])} / {fmt_ms(queue['p99_s'])}",
+            f"direct mode {fmt_ms(direct['p50_s'])} / {fmt_ms(direct['p99_s'])}",
+            f"{r['ratio_p50']:.2f}x / {r['ratio_p99']:.2f}x direct's time",
+            "-",
+            "-",
+        ]
+    ]
+
+
+def _synth_rows(r: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            "cdk synth, whole app",
+            f"{r['app_s']:.1f} s",
+            f"empty app {r['empty_s']:.1f} s",
+            f"{r['ratio']:.2f}x the empty app; paired runs {_synth_spread(r)}",
+            f"<= {r['target']:g}x",
+            _met(r["ratio"] <= r["target"]),
+        ]
+    ]
+
+
+def _asset_size_rows(r: dict[str, Any]) -> list[list[str]]:
+    assets = r["assets"]
+    events = next((v for k, v in assets.items() if "JobEvents" in k), None)
+    source = next((v for k, v in assets.items() if "TrainingSource" in k), None)
+    table = [
+        [
+            "trigger asset (zipped)",
+            fmt_bytes(r["trigger_zipped"]),
+            f"SDK package {fmt_bytes(r['sdk_zipped'])}",
+            f"{r['ratio']:.0f}x smaller",
+            "-",
+            "-",
+        ]
+    ]
+    if events and source:
+        sizes = f"{fmt_bytes(events['zipped'])} / {fmt_bytes(source['zipped'])}"
+        table.append(["job-events asset / training source", sizes, "-", "-", "-", "-"])
     return table
 
 
-def markdown(table: list[list[str]], reports: dict[str, str], seconds: float) -> str:
-    head = ["benchmark", "platform", "baseline (same run)", "ratio", "target", "met"]
+def _load_rows(r: dict[str, Any]) -> list[list[str]]:
+    lat, over = r["latency"], r["overhead"]
+    return [
+        [
+            f"load: {r['submissions']} distinct submits, moto sandbox",
+            f"{r['throughput_per_s']:.0f}/s; overhead p50/p95/p99 {fmt_ms(over['p50_s'])}"
+            f" / {fmt_ms(over['p95_s'])} / {fmt_ms(over['p99_s'])}",
+            f"latency p50/p99 {fmt_ms(lat['p50_s'])} / {fmt_ms(lat['p99_s'])}",
+            "-",
+            "none lost or doubled",
+            _met(not r["problems"]),
+        ]
+    ]
+
+
+def _train_throughput_rows(r: dict[str, Any]) -> list[list[str]]:
+    return [
+        [
+            f"training throughput ({r.get('config')}, {r.get('device')})",
+            "tuned defaults",
+            "seed settings",
+            f"{r['ratio']:.2f}x samples/s",
+            "-",
+            "-",
+        ]
+    ]
+
+
+# Per benchmark: its table rows from its JSON, and the label of its row when it failed. The
+# first words of a benchmark's labels say which rows are its own in an earlier RESULTS.md.
+ROWS: dict[str, tuple[Callable[[dict[str, Any]], list[list[str]]], str]] = {
+    "cold_start": (_cold_start_rows, "trigger cold start"),
+    "request_overhead": (_request_overhead_rows, "per-request overhead"),
+    "queue_submit": (_queue_submit_rows, "submit in queue mode"),
+    "synth": (_synth_rows, "cdk synth"),
+    "asset_size": (_asset_size_rows, "asset sizes"),
+    "load": (_load_rows, "load"),
+    "train_throughput": (_train_throughput_rows, "training throughput"),
+}
+ROW_LABELS: dict[str, tuple[str, ...]] = {
+    "cold_start": ("trigger cold start",),
+    "request_overhead": ("validate+render", "full submit", "per-request overhead"),
+    "queue_submit": ("submit in queue mode",),
+    "synth": ("cdk synth",),
+    "asset_size": ("trigger asset", "job-events asset", "asset sizes"),
+    "load": ("load",),
+    "train_throughput": ("training throughput",),
+}
+
+
+def rows(results: dict[str, tuple[dict[str, Any] | None, str]]) -> list[list[str]]:
+    """The table: each benchmark run, in ``ROWS`` order; a failed one as a row saying why."""
+    table: list[list[str]] = []
+    for name, (build, label) in ROWS.items():
+        if name not in results:
+            continue
+        data, message = results[name]
+        table += build(data) if data else [[label, "-", "-", "-", "-", message]]
+    return table
+
+
+HEADER = ["benchmark", "platform", "baseline (same run)", "ratio", "target", "met"]
+_RUN_DATE_RE = re.compile(r"`make bench` on (\d{4}-\d{2}-\d{2})")
+_DATED_RE = re.compile(r"\(\d{4}-\d{2}-\d{2}[^()]*run\)$")
+
+
+def _owner(label: str) -> str | None:
+    """The benchmark whose row this is (by its label's first words), or None."""
+    for name, prefixes in ROW_LABELS.items():
+        if label.startswith(prefixes):
+            return name
+    return None
+
+
+def _dated(title: str, date: str) -> str:
+    return title if _DATED_RE.search(title) or not date else f"{title} ({date} run)"
+
+
+def carried_over(
+    previous: str, ran: Iterable[str], reported: Iterable[str]
+) -> tuple[list[list[str]], list[str]]:
+    """What an earlier RESULTS.md holds that this run does not replace: the table rows of
+    benchmarks not run this time and rows of no benchmark (a person's), and every report
+    section but those this run wrote afresh (sections written by hand, such as the SFT
+    throughput runs, included). Rows and reports of a benchmark not run this time are
+    marked with the earlier run's date."""
+    if not previous.strip():
+        return [], []
+    ran, reported = set(ran), set(reported)
+    found = _RUN_DATE_RE.search(previous)
+    date = found.group(1) if found else ""
+    head, _, tail = previous.partition("\n## Reports\n")
+    table_rows: list[list[str]] = []
+    for line in head.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("| ") or cells == HEADER or len(cells) != len(HEADER):
+            continue
+        owner = _owner(cells[0])
+        if owner not in ran:
+            table_rows.append([_dated(cells[0], date) if owner else cells[0], *cells[1:]])
+    sections: list[str] = []
+    for block in re.split(r"\n(?=##+ )", "\n" + tail):
+        if not block.strip():
+            continue
+        title, _, body = block.strip("\n").partition("\n")
+        words = title.removeprefix("### ").split(" ", 1)
+        mine = title.startswith("### ") and words[0] in ROWS
+        if mine and words[0] in reported and (len(words) == 1 or _DATED_RE.search(words[1])):
+            continue  # this run's report replaces it
+        if mine and len(words) == 1:
+            title = _dated(title, date)
+        sections.append(f"{title}\n{body}".rstrip("\n") + "\n")
+    return table_rows, sections
+
+
+def markdown(
+    table: list[list[str]],
+    reports: dict[str, str],
+    seconds: float,
+    carried: tuple[list[list[str]], list[str]] = ([], []),
+) -> str:
+    """RESULTS.md: this run's table and reports, then what ``carried_over`` kept."""
+    old_rows, old_sections = carried
     lines = [
         "# Benchmark results",
         "",
         f"`make bench` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python "
         f"{platform.python_version()}, {platform.machine()}, {_cpus()} CPU(s); "
         f"{seconds:.0f} s in all. Every ratio compares two measurements from this same run.",
+    ]
+    if old_rows or old_sections:
+        lines.append(
+            "Rows and reports marked with an earlier date were not re-run this time and are "
+            "kept from that run, as are sections written by hand."
+        )
+    lines += [
         "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-        *("| " + " | ".join(row) + " |" for row in table),
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "---|" * len(HEADER),
+        *("| " + " | ".join(row) + " |" for row in [*table, *old_rows]),
         "",
         "## Reports",
         "",
     ]
     for name, text in reports.items():
         lines += [f"### {name}", "", "```", text.strip(), "```", ""]
+    for section in old_sections:
+        lines += [section]
     return "\n".join(lines)
 
 
@@ -258,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     table = rows(results)
     reports = {n: text for n, (data, text) in results.items() if data is not None}
-    text = markdown(table, reports, seconds)
-    Path(args.out).write_text(text)
+    out = Path(args.out)
+    previous = out.read_text() if out.exists() else ""
+    text = markdown(table, reports, seconds, carried_over(previous, results, reports))
+    out.write_text(text)
     print("\n" + "\n".join(text.split("\n## Reports")[0].splitlines()[4:]))
     print(f"\nwrote {args.out}")
     return 0 if all(data is not None for data, _ in results.values()) else 1
