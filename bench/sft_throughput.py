@@ -2,7 +2,7 @@
 
     python bench/train_throughput.py --task sft [--config auto|tiny|llama-1b] [--json PATH]
 
-Both runs go through ``ftl_train.runner.prepare_run`` (the job's own hyperparameter
+Both runs go through ``ftl_train.run.prepare_run`` (the job's own hyperparameter
 parsing, defaults, chat templating, packing, collator and Trainer) on generated chat data
 whose lengths are log-normal (median about a quarter of the sequence, a tail past it).
 
@@ -146,7 +146,7 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
     import torch
 
     from ftl_train.callbacks import MetricLineCallback
-    from ftl_train.runner import prepare_run
+    from ftl_train.run import prepare_run
     from ftl_train.throughput import TokenMeter, cuda_device_name, mfu, peak_flops
 
     steps = cfg["steps_plain"] if name == "plain" else cfg["steps"]

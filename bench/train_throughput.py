@@ -7,7 +7,7 @@
 against a plain configuration (fp32, no packing, eager attention), tokens/s and MFU.
 The default, ``--task qa``, is the seed comparison below.
 
-Both runs go through ``training/ftl_train`` itself (``runner.prepare_run``: the same
+Both runs go through ``training/ftl_train`` itself (``run.prepare_run``: the same
 hyperparameter parsing, performance defaults, tokenization, collator, sampler and
 Trainer the SageMaker job uses), on extractive QA with generated SQuAD-like data whose
 context lengths vary the way SQuAD's do, so padding matters.
@@ -237,7 +237,7 @@ def run_one(
 
     from ftl_train import hparams
     from ftl_train.callbacks import MetricLineCallback
-    from ftl_train.runner import prepare_run
+    from ftl_train.run import prepare_run
 
     steps = cfg["steps_seed"] if name == "seed" else cfg["steps_tuned"]
     warmup = cfg["warmup"]

@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
 
 from transformers import TrainerCallback  # noqa: E402
 
-from ftl_train.runner import main  # noqa: E402
+from ftl_train.run import main  # noqa: E402
 
 
 class StepDelay(TrainerCallback):

@@ -6,7 +6,7 @@ import pytest
 from ftl_train_testlib import cls_records, metric_values, sm_environ, write_records
 
 from ftl_train.data import DataError, detect_format, load_split
-from ftl_train.runner import main
+from ftl_train.run import main
 
 FORMATS = ["save_to_disk", "jsonl", "csv", "parquet"]
 

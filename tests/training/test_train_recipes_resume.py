@@ -127,7 +127,7 @@ def test_lora_resumes_and_the_merged_model_loads(channels, tmp_path):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from ftl_train.runner import main
+    from ftl_train.run import main
 
     lora = ("--peft", "lora", "--lora_r", "4", "--lora_target_modules", "q_proj,v_proj")
     ref_env = sm_environ(tmp_path / "ref", channels)

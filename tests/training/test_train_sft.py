@@ -9,7 +9,7 @@ from llm_testlib import chat_records, chat_tokenizer, make_llama_dir, pc_records
 
 from ftl_train import hparams, parallel, sft, throughput
 from ftl_train.hparams import HyperparameterError
-from ftl_train.runner import main
+from ftl_train.run import main
 
 IGNORE = -100
 

@@ -20,7 +20,7 @@ from ftl_train_testlib import (
 
 from ftl_train import hparams
 from ftl_train.callbacks import MetricLineCallback, format_metric, metric_lines
-from ftl_train.runner import main
+from ftl_train.run import main
 
 COMMON = [
     "--max_steps",

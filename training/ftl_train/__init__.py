@@ -8,6 +8,6 @@ __all__ = ["main"]
 
 
 def main(argv=None, environ=None, callbacks=()) -> int:  # noqa: ANN001
-    from .runner import main as _main
+    from .run import main as _main
 
     return _main(argv, environ, callbacks)

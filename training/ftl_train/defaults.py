@@ -1,6 +1,6 @@
 """Performance defaults: what the entrypoint does when a hyperparameter is left unset.
 
-``bench/train_throughput.py`` imports this module (and the runner) so that it measures
+``bench/train_throughput.py`` imports this module (and ``run.py``) so that it measures
 exactly what ships. ``SEED_PROFILE`` is the seed article's configuration (BERT-large
 SQuAD: fp16, batch 4 per device, every sequence padded to 384 tokens, eager attention,
 plain AdamW), written as hyperparameter overrides.

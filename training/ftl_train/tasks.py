@@ -19,13 +19,7 @@ from typing import Any
 
 from .classification import prepare_classification
 from .lm import prepare_lm
-from .preprocess import (  # noqa: F401 (the runner's names)
-    DEFAULT_BEST_METRIC,
-    TaskData,
-    cache_dir,
-    configure_cache,
-    limit_raw,
-)
+from .preprocess import TaskData
 from .qa import prepare_qa
 
 

@@ -25,7 +25,8 @@ from .hparam_specs import describe
 from .hparams import HyperparameterError, Hyperparameters
 from .inputs import load_data, plan_data, resolve_model_path
 from .modelling import load_model, make_trainer
-from .tasks import PREPARE, TaskData, configure_cache
+from .preprocess import TaskData, configure_cache
+from .tasks import PREPARE
 
 logger = logging.getLogger("ftl_train")
 
