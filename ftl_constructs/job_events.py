@@ -62,26 +62,7 @@ class JobEvents(Construct):
             enforce_ssl=True,
         )
 
-        self.dead_letter_queue = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        acknowledge(
-            self.dead_letter_queue,
-            "AwsSolutions-SQS3",
-            "This queue is itself the dead-letter queue for job events.",
-        )
-        checkov_skip(
-            self.dead_letter_queue,
-            "CKV_AWS_27",
-            "Encrypted at rest with SSE-SQS (SqsManagedSseEnabled); checkov 3.3 only recognises "
-            "a KMS key, and EventBridge cannot write to a queue under a customer-managed key "
-            "without extra key-policy grants.",
-        )
-
+        self.dead_letter_queue = self._dead_letter_queue()
         self.handler = PlatformFunction(
             self,
             "Handler",
@@ -133,6 +114,28 @@ class JobEvents(Construct):
                 ),
             )
             self._target(self.batch_rule)
+
+    def _dead_letter_queue(self) -> sqs.Queue:
+        queue = sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(
+            queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself the dead-letter queue for job events.",
+        )
+        checkov_skip(
+            queue,
+            "CKV_AWS_27",
+            "Encrypted at rest with SSE-SQS (SqsManagedSseEnabled); checkov 3.3 only recognises "
+            "a KMS key, and EventBridge cannot write to a queue under a customer-managed key "
+            "without extra key-policy grants.",
+        )
+        return queue
 
     def _target(self, rule: events.Rule) -> None:
         """Deliver ``rule``'s events to the handler (the target adds the function's

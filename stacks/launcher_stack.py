@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ftl_constructs.fleet_dashboard import FleetDashboard
@@ -68,6 +69,27 @@ class LauncherStack(Stack):
             api_settings=settings.api,
             job_queue=self.job_queue,
         )
+        self._events_and_dashboard(settings, foundation, retention)
+        self.team_access = (
+            TeamAccess(
+                self,
+                "TeamAccess",
+                version=self.launcher.version,
+                api=self.launcher.api,
+                routes=self.launcher.routes,
+                teams=settings.teams,
+            )
+            if settings.teams.enabled
+            else None
+        )
+        self._outputs(foundation)
+
+    def _events_and_dashboard(
+        self,
+        settings: PlatformSettings,
+        foundation: FoundationStack,
+        retention: logs.RetentionDays,
+    ) -> None:
         self.events = JobEvents(
             self,
             "JobEvents",
@@ -78,7 +100,8 @@ class LauncherStack(Stack):
             environment=self.launcher.shared_environment,
             job_queue_arns=[self.job_queue.queue_arn] if self.job_queue else [],
         )
-        # Both modes: the metrics come from the job-events function's EMF lines.
+        # Both modes: the metrics come from the job-events function's EMF lines; the alarms
+        # notify the platform's topic.
         self.dashboard = FleetDashboard(
             self,
             "FleetDashboard",
@@ -88,17 +111,6 @@ class LauncherStack(Stack):
             alarm_topic=self.events.topic,
             alarm_topic_key=foundation.key,
         )
-        self.team_access = None
-        if settings.teams.enabled:
-            self.team_access = TeamAccess(
-                self,
-                "TeamAccess",
-                version=self.launcher.version,
-                api=self.launcher.api,
-                routes=self.launcher.routes,
-                teams=settings.teams,
-            )
-        self._outputs(foundation)
 
     def _outputs(self, foundation: FoundationStack) -> None:
         CfnOutput(self, "TriggerFunctionName", value=self.launcher.function.function_name)
