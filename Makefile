@@ -1,5 +1,6 @@
 # One entry point for set-up, the local demo, tests and benchmarks.
 #   make demo   - set up everything, deploy into a local moto sandbox and start a job there
+#   make demo-queue - the same in queue mode: three jobs into a 4-instance queue, one waits
 #   make test   - set up everything and run lint plus every test (what .ci/run calls)
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -8,7 +9,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup demo sandbox test lint format synth bench clean
+.PHONY: setup demo demo-queue sandbox test lint format synth bench clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -28,6 +29,9 @@ node_modules/.installed: package.json package-lock.json
 
 demo: setup
 	$(PY) -m sandbox.demo
+
+demo-queue: setup
+	$(PY) -m sandbox.demo --queue
 
 sandbox: setup
 	$(PY) -m sandbox.demo --serve

@@ -15,12 +15,25 @@ so nothing here polls an API. Widgets:
 Alarms: for each team with a monthly budget, one at 80% and one at 100% of it on the team's
 ``MonthSpendUsd`` (missing data keeps the last state: spend only changes when a job ends),
 and one when a job waited in the queue longer than ``ftl:queueWaitAlarmMinutes``. Each alarm
-notifies ``alarm_topic`` when one is given.
+notifies ``alarm_topic`` when one is given. CloudWatch publishes to the topic as the service
+``cloudwatch.amazonaws.com``: the topic's policy lets it publish, and (for a topic encrypted
+with ``alarm_topic_key``) the key's policy lets it use the key, both only on behalf of this
+dashboard's alarms (``aws:SourceAccount`` and ``aws:SourceArn`` = the alarms named
+``<platform>-*`` in this account and region).
 """
 
 from __future__ import annotations
 
-from aws_cdk import Duration, aws_cloudwatch, aws_cloudwatch_actions, aws_sns
+from aws_cdk import (
+    ArnFormat,
+    Duration,
+    Stack,
+    aws_cloudwatch,
+    aws_cloudwatch_actions,
+    aws_iam,
+    aws_kms,
+    aws_sns,
+)
 from constructs import Construct
 
 from jobmodel.fleet_metrics import DEFAULT_TEAM, NAMESPACE
@@ -44,6 +57,7 @@ class FleetDashboard(Construct):
         teams: TeamsConfig,
         queue: QueueSettings,
         alarm_topic: aws_sns.ITopic | None = None,
+        alarm_topic_key: aws_kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.platform_name = platform_name
@@ -85,8 +99,43 @@ class FleetDashboard(Construct):
         )
         self.alarms = [*self.budget_alarms.values(), self.wait_alarm]
         if alarm_topic is not None:
+            self._allow_alarm_notifications(alarm_topic, alarm_topic_key)
             for alarm in self.alarms:
                 alarm.add_alarm_action(aws_cloudwatch_actions.SnsAction(alarm_topic))
+
+    def _allow_alarm_notifications(self, topic: aws_sns.ITopic, key: aws_kms.IKey | None) -> None:
+        """Let CloudWatch publish this dashboard's alarms to ``topic`` (and use its key)."""
+        stack = Stack.of(self)
+        alarms = stack.format_arn(
+            service="cloudwatch",
+            resource="alarm",
+            resource_name=f"{self.platform_name}-*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        conditions = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": alarms},
+        }
+        cloudwatch = aws_iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        topic.add_to_resource_policy(
+            aws_iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[cloudwatch],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions=conditions,
+            )
+        )
+        if key is not None:
+            key.add_to_resource_policy(
+                aws_iam.PolicyStatement(
+                    sid="CloudWatchAlarmsToEncryptedTopic",
+                    principals=[cloudwatch],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    resources=["*"],
+                    conditions=conditions,
+                )
+            )
 
     # ----------------------------------------------------------------- metrics
     def metric(

@@ -20,18 +20,24 @@ from ftl_constructs.nag import acknowledge, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 
 EVENT_DETAIL_TYPE = "SageMaker Training Job State Change"
+BATCH_EVENT_SOURCE = "aws.batch"
+BATCH_EVENT_DETAIL_TYPE = "Batch Service Job State Change"
 
 
 class JobEvents(Construct):
-    """An EventBridge rule for this platform's jobs (those that run as its training roles).
+    """EventBridge rules for this platform's jobs: SageMaker state changes of jobs that run as
+    its training roles and, in queue mode, Batch state changes of service jobs in its job
+    queues (``job_queue_arns``).
 
-    Only EventBridge may invoke the handler, and only for this rule: the function's one
-    resource-policy statement names ``events.amazonaws.com`` with the rule's ARN as source.
+    Only EventBridge may invoke the handler, and only for these rules: the function's
+    resource policy has one statement per rule, naming ``events.amazonaws.com`` with that
+    rule's ARN as source. Every rule delivers with the same retries and dead-letter queue.
 
     Attributes:
         topic: the encrypted SNS topic that announces finished jobs.
         function: the handler that updates the ledger and publishes.
-        rule: the EventBridge rule.
+        rule: the SageMaker state-change rule.
+        batch_rule: the Batch state-change rule (``None`` without job queues).
         dead_letter_queue: events the handler could not take after retries.
     """
 
@@ -45,6 +51,7 @@ class JobEvents(Construct):
         encryption_key: kms.IKey,
         log_retention: logs.RetentionDays,
         environment: Mapping[str, str] | None = None,
+        job_queue_arns: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, id)
         self.topic = sns.Topic(
@@ -55,26 +62,7 @@ class JobEvents(Construct):
             enforce_ssl=True,
         )
 
-        self.dead_letter_queue = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        acknowledge(
-            self.dead_letter_queue,
-            "AwsSolutions-SQS3",
-            "This queue is itself the dead-letter queue for job events.",
-        )
-        checkov_skip(
-            self.dead_letter_queue,
-            "CKV_AWS_27",
-            "Encrypted at rest with SSE-SQS (SqsManagedSseEnabled); checkov 3.3 only recognises "
-            "a KMS key, and EventBridge cannot write to a queue under a customer-managed key "
-            "without extra key-policy grants.",
-        )
-
+        self.dead_letter_queue = self._dead_letter_queue()
         self.handler = PlatformFunction(
             self,
             "Handler",
@@ -112,7 +100,47 @@ class JobEvents(Construct):
                 detail={"RoleArn": [role.role_arn for role in training_roles]},
             ),
         )
-        self.rule.add_target(
+        self._target(self.rule)
+        self.batch_rule: events.Rule | None = None
+        if job_queue_arns:
+            self.batch_rule = events.Rule(
+                self,
+                "BatchStateChanges",
+                description="AWS Batch service jobs in the fine-tuning platform's job queue",
+                event_pattern=events.EventPattern(
+                    source=[BATCH_EVENT_SOURCE],
+                    detail_type=[BATCH_EVENT_DETAIL_TYPE],
+                    detail={"jobQueue": list(job_queue_arns)},
+                ),
+            )
+            self._target(self.batch_rule)
+
+    def _dead_letter_queue(self) -> sqs.Queue:
+        queue = sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(
+            queue,
+            "AwsSolutions-SQS3",
+            "This queue is itself the dead-letter queue for job events.",
+        )
+        checkov_skip(
+            queue,
+            "CKV_AWS_27",
+            "Encrypted at rest with SSE-SQS (SqsManagedSseEnabled); checkov 3.3 only recognises "
+            "a KMS key, and EventBridge cannot write to a queue under a customer-managed key "
+            "without extra key-policy grants.",
+        )
+        return queue
+
+    def _target(self, rule: events.Rule) -> None:
+        """Deliver ``rule``'s events to the handler (the target adds the function's
+        resource-policy statement for this rule's ARN)."""
+        rule.add_target(
             targets.LambdaFunction(
                 self.function,
                 dead_letter_queue=self.dead_letter_queue,

@@ -46,6 +46,8 @@ from .nag import acknowledge_resource
 from .settings import QueueSettings
 
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
+# Batch names the SageMaker job it starts ``AWSBatch<jobName><32 hex>`` (docs/QUEUE.md).
+BATCH_TRAINING_JOB_PREFIX = "AWSBatch"
 DEFAULT_SHARE = "default"  # the one share of a single-team deployment
 MIN_WEIGHT_FACTOR, MAX_WEIGHT_FACTOR = 0.0001, 999.9999
 HEAD_TIMEOUT_REASON = (
@@ -191,47 +193,74 @@ class JobQueue(Construct):
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         )
 
+    def training_job_arns(self, teams: Sequence[str] = ()) -> list[str]:
+        """The SageMaker training jobs Batch starts from this queue: Batch names each one
+        ``AWSBatch<jobName><32 hex>``, so a team's jobs (``<team>-...``) are
+        ``AWSBatch<team>-*`` (every job without teams)."""
+        names = [f"{BATCH_TRAINING_JOB_PREFIX}{team}-*" for team in teams] or [
+            f"{BATCH_TRAINING_JOB_PREFIX}*"
+        ]
+        return [
+            Stack.of(self).format_arn(
+                service="sagemaker", resource="training-job", resource_name=name
+            )
+            for name in names
+        ]
+
     def grant_submit(
         self, grantee: aws_iam.IGrantable, *, training_role_arns: Sequence[str]
     ) -> aws_iam.Grant:
         """What the trigger needs in queue mode: submit to this queue only, follow and stop
-        its jobs, and pass the given team training roles to SageMaker (nothing else)."""
-        grant = aws_iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["batch:SubmitServiceJob"],
-            resource_arns=[self.queue_arn],
-        )
-        aws_iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["batch:ListServiceJobs", "batch:GetJobQueueSnapshot"],
-            resource_arns=[self.queue_arn],
-        )
-        # Describe/Terminate name a job id, not the queue: scope to service jobs that carry
-        # this queue's platform tag is not possible (Batch does not expose the queue as a
-        # condition key), so they are scoped to service-job ARNs of this account and region.
-        aws_iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["batch:DescribeServiceJob", "batch:TerminateServiceJob"],
-            resource_arns=[self.service_job_arn_pattern()],
-        )
-        aws_iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["batch:TagResource"],  # SubmitServiceJob with tags tags the new job
-            resource_arns=[self.service_job_arn_pattern()],
-        )
-        if isinstance(grantee, Construct):
+        its jobs, and pass the given team training roles to SageMaker (nothing else).
+
+        Returns one grant for every statement (``apply_before`` orders a construct after
+        them). The IAM5 finding on the service-job ARN pattern is acknowledged on the
+        grantee's principal (the role whose policy holds the statements)."""
+        grants = [
+            aws_iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=["batch:SubmitServiceJob"],
+                resource_arns=[self.queue_arn],
+            ),
+            aws_iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=["batch:ListServiceJobs", "batch:GetJobQueueSnapshot"],
+                resource_arns=[self.queue_arn],
+            ),
+            # Describe/Terminate name a job id, not the queue: scoping them to this queue's
+            # jobs is not possible (Batch does not expose the queue as a condition key), so
+            # they are scoped to service-job ARNs of this account and region.
+            aws_iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=["batch:DescribeServiceJob", "batch:TerminateServiceJob"],
+                resource_arns=[self.service_job_arn_pattern()],
+            ),
+            aws_iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=["batch:TagResource"],  # SubmitServiceJob with tags tags the new job
+                resource_arns=[self.service_job_arn_pattern()],
+            ),
+        ]
+        principal = grantee.grant_principal
+        holder = principal if isinstance(principal, Construct) else grantee
+        if isinstance(holder, Construct):
             acknowledge_resource(
-                grantee,
+                holder,
                 self.service_job_arn_pattern(),
                 "Batch names service jobs by a generated id and offers no queue condition "
                 "key; describe/terminate/tag are limited to service jobs in this account "
                 "and region, and the trigger only acts on job ids from its own ledger",
             )
         if training_role_arns:
-            aws_iam.Grant.add_to_principal(
-                grantee=grantee,
-                actions=["iam:PassRole"],
-                resource_arns=list(training_role_arns),
-                conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+            grants.append(
+                aws_iam.Grant.add_to_principal(
+                    grantee=grantee,
+                    actions=["iam:PassRole"],
+                    resource_arns=list(training_role_arns),
+                    conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+                )
             )
+        grant = grants[0]
+        for other in grants[1:]:
+            grant = grant.combine(other)
         return grant

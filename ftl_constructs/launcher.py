@@ -21,26 +21,40 @@ from constructs import Construct
 
 from ftl_constructs.botocore_models import declared_operations
 from ftl_constructs.bundling import ROOT, TRIGGER_OPERATIONS, source_tarball
+from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate
 from ftl_constructs.launch_policy import launch_statements, training_job_arns
 from ftl_constructs.nag import acknowledge_resource, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
-from jobmodel import dump_catalog
-from jobmodel.names import ENV_JOB_TABLE, ENV_PRICES, ENV_TEAM_ROLES, JOB_INDEX, TEAM_INDEX
+from jobmodel import TemplateSpec, dump_catalog
+from jobmodel.names import (
+    ENV_JOB_TABLE,
+    ENV_PLATFORM_NAME,
+    ENV_PRICES,
+    ENV_TEAM_ROLES,
+    JOB_INDEX,
+    TEAM_INDEX,
+)
 from jobmodel.platform import PlatformConfig
 from jobmodel.routes import ROUTES
+from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
 
 HTTP_ALIAS = "http"
+# Queue mode keeps these launch statements (Batch, not the trigger, creates the jobs).
+QUEUE_MODE_STATEMENTS = ("ReadPlatformJobs", "StopPlatformJobs")
 
 
 class JobLauncher(Construct):
     """Starts training jobs from the catalog, for callers with Invoke or HTTP API rights.
 
     Jobs run as ``training_role`` (single-team) or, with teams configured, as the caller's
-    team's role from ``team_roles``; ``iam:PassRole`` covers exactly those roles.
+    team's role from ``team_roles``; ``iam:PassRole`` covers exactly those roles. With a
+    ``job_queue`` (``ftl:scheduler=queue``) the trigger submits jobs to that AWS Batch queue
+    instead of calling CreateTrainingJob (``SchedulerConfig.to_env`` in its
+    environment; IAM as in ``_trigger_policy``).
 
     Attributes:
         table: the job ledger.
@@ -49,7 +63,9 @@ class JobLauncher(Construct):
         http_alias: the ``http`` alias, the only function the HTTP API invokes.
         api: the HTTP API; ``api_url`` its invoke URL; ``routes`` its routes (``jobmodel.routes``).
         source_asset: the training source (``sourcedir.tar.gz``) as an S3 asset.
-        environment: the trigger's environment (also what job events need of it).
+        environment: the trigger's environment.
+        shared_environment: the part of it the job-events function needs too.
+        job_queue: the job queue jobs are submitted to, or ``None`` (direct mode).
     """
 
     def __init__(
@@ -73,53 +89,19 @@ class JobLauncher(Construct):
         platform_tags: Mapping[str, str] | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
         api_settings: ApiSettings = ApiSettings(),
+        job_queue: JobQueue | None = None,
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
         specs = [t.spec for t in templates]
-
         team_roles = dict(team_roles or {})
-        roles = [training_role] if training_role is not None else list(team_roles.values())
-        if not roles or (training_role is not None and team_roles):
-            raise ValueError("JobLauncher needs either training_role or team_roles")
-        if set(team_roles) != {t.name for t in teams.teams}:
-            raise ValueError("team_roles must name one role per configured team")
-
-        source = source_tarball(ROOT / "training", ROOT / "cdk.out" / ".ftl-source")
-        self.source_asset = s3_assets.Asset(self, "TrainingSource", path=str(source))
-        for role in roles:
-            role.allow_source_read(
-                self.source_asset.bucket.arn_for_objects(self.source_asset.s3_object_key)
-            )
-            for spec in specs:
-                role.allow_image_pull(spec.image_uri)
-
-        self.table = dynamodb.Table(
-            self,
-            "JobLedger",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
-            encryption_key=encryption_key,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        self.table.add_global_secondary_index(
-            index_name=JOB_INDEX,
-            partition_key=dynamodb.Attribute(name="gsi_pk", type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
-        )
-        # One team's jobs newest first (teams deployments; sparse: only jobs with a team).
-        self.table.add_global_secondary_index(
-            index_name=TEAM_INDEX,
-            partition_key=dynamodb.Attribute(name="team", type=dynamodb.AttributeType.STRING),
-            sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
-        )
+        roles = _launch_roles(training_role, team_roles, teams)
+        self.job_queue = job_queue
+        self._training_source(roles, specs)
+        self.table = _ledger(self, encryption_key)
 
         in_vpc = bool(subnets) and security_group is not None
-        environment = PlatformConfig(
+        config = PlatformConfig(
             platform_name=platform_name,
             region=stack.region,
             role_arn=training_role.role.role_arn if training_role is not None else "",
@@ -134,10 +116,35 @@ class JobLauncher(Construct):
             security_groups=(security_group.security_group_id,)
             if in_vpc and security_group
             else (),
-        ).to_env()
+        )
+        self._environment(config, teams=teams, team_roles=team_roles, prices=prices)
+        self._trigger(specs, encryption_key, log_retention)
+        self._trigger_policy(
+            platform_name=platform_name,
+            specs=specs,
+            roles=roles,
+            key=encryption_key,
+            subnets=subnets,
+            security_group=security_group,
+            teams=[t.name for t in teams.teams],
+        )
+        self._http_api(stack, log_retention, encryption_key, api_settings)
+
+    def _environment(
+        self,
+        config: PlatformConfig,
+        *,
+        teams: TeamsConfig,
+        team_roles: Mapping[str, TrainingRole],
+        prices: Mapping[str, Mapping[str, float]] | None,
+    ) -> None:
+        """The trigger's environment (``environment``) and the part of it the job-events
+        function needs too (``shared_environment``)."""
+        environment = config.to_env()
         environment[ENV_JOB_TABLE] = self.table.table_name
-        # What the job-events handler needs too: the teams and the price overrides.
-        self.shared_environment: dict[str, str] = {}
+        # Shared with job events: the platform name (the fleet metrics' Platform dimension),
+        # the teams and the price overrides.
+        self.shared_environment: dict[str, str] = {ENV_PLATFORM_NAME: config.platform_name}
         if teams.enabled:
             self.shared_environment.update(teams.to_env())
             environment[ENV_TEAM_ROLES] = json.dumps(
@@ -149,7 +156,34 @@ class JobLauncher(Construct):
                 prices, sort_keys=True, separators=(",", ":")
             )
         environment.update(self.shared_environment)
+        if self.job_queue is None:
+            scheduler = SchedulerConfig()
+        else:  # queue mode: the trigger submits to this Batch queue
+            scheduler = SchedulerConfig(
+                scheduler="queue",
+                job_queue_arn=self.job_queue.queue_arn,
+                share_policy=self.job_queue.share_policy,
+            )
+        environment.update(scheduler.to_env())
         self.environment = environment
+
+    def _training_source(
+        self, roles: Sequence[TrainingRole], specs: Sequence[TemplateSpec]
+    ) -> None:
+        """The training source as an S3 asset; every training role may read it and pull the
+        catalog's images."""
+        source = source_tarball(ROOT / "training", ROOT / "cdk.out" / ".ftl-source")
+        self.source_asset = s3_assets.Asset(self, "TrainingSource", path=str(source))
+        for role in roles:
+            role.allow_source_read(
+                self.source_asset.bucket.arn_for_objects(self.source_asset.s3_object_key)
+            )
+            for spec in specs:
+                role.allow_image_pull(spec.image_uri)
+
+    def _trigger(
+        self, specs: Sequence[TemplateSpec], key: kms.IKey, log_retention: logs.RetentionDays
+    ) -> None:
         self.trigger = PlatformFunction(
             self,
             "Trigger",
@@ -158,9 +192,9 @@ class JobLauncher(Construct):
             packages=[ROOT / "jobmodel"],
             files={"catalog.json": dump_catalog(specs)},
             aws_operations=declared_operations(TRIGGER_OPERATIONS),
-            encryption_key=encryption_key,
+            encryption_key=key,
             log_retention=log_retention,
-            environment=environment,
+            environment=self.environment,
             memory_size=512,
         )
         self.function = self.trigger.function
@@ -173,29 +207,66 @@ class JobLauncher(Construct):
             version=self.version,
             description="Fine-tuning launcher, HTTP API door (the API invokes only this alias)",
         )
-        policy = self.trigger.policy
-        team_names = [t.name for t in teams.teams]
-        policy.add_statements(
-            *launch_statements(
-                stack=stack,
-                platform_name=platform_name,
-                specs=specs,
-                pass_roles=[role.role for role in roles],
-                key=encryption_key,
-                subnets=subnets,
-                security_group=security_group,
-                teams=team_names,
-            )
+        checkov_skip(
+            self.function,
+            "CKV_AWS_116",
+            "Invoked synchronously only (Lambda Invoke and the HTTP API); a dead-letter "
+            "queue applies to asynchronous invocations.",
         )
-        for jobs in training_job_arns(stack, team_names):
-            acknowledge_resource(
-                policy,
-                jobs,
-                "Job names are generated per request at run time (in teams mode under the "
-                "team's '<team>-' prefix); creation is pinned by condition keys to the catalog's "
-                "instance types, runtime, KMS key, network settings and the platform tag, "
-                "and describing and stopping to jobs tagged by this platform.",
+
+    def _trigger_policy(
+        self,
+        *,
+        platform_name: str,
+        specs: Sequence[TemplateSpec],
+        roles: Sequence[TrainingRole],
+        key: kms.IKey,
+        subnets: Sequence[ec2.ISubnet],
+        security_group: ec2.ISecurityGroup | None,
+        teams: Sequence[str],
+    ) -> None:
+        """The trigger's IAM. Direct mode: the SageMaker statements of ``launch_policy``.
+        Queue mode: Batch creates the training jobs (with its service-linked role), so the
+        trigger keeps only describe and stop of the platform's jobs (also those Batch
+        named), and the job queue grants submit and PassRole (``JobQueue.grant_submit``)."""
+        stack = Stack.of(self)
+        policy = self.trigger.policy
+        statements = launch_statements(
+            stack=stack,
+            platform_name=platform_name,
+            specs=specs,
+            pass_roles=[role.role for role in roles],
+            key=key,
+            subnets=subnets,
+            security_group=security_group,
+            teams=teams,
+        )
+        jobs = training_job_arns(stack, teams)
+        if self.job_queue is not None:
+            statements = [s for s in statements if s.sid in QUEUE_MODE_STATEMENTS]
+            batch_jobs = self.job_queue.training_job_arns(teams) if teams else []
+            for statement in statements:
+                statement.add_resources(*batch_jobs)
+            jobs = [*jobs, *batch_jobs]
+            grant = self.job_queue.grant_submit(
+                self.function, training_role_arns=[role.role.role_arn for role in roles]
             )
+            grant.apply_before(self.function)
+        policy.add_statements(*statements)
+        reason = (
+            "Job names are generated per request at run time (in teams mode under the "
+            "team's '<team>-' prefix); creation is pinned by condition keys to the catalog's "
+            "instance types, runtime, KMS key, network settings and the platform tag, "
+            "and describing and stopping to jobs tagged by this platform."
+        )
+        if self.job_queue is not None:
+            reason = (
+                "Job names are generated per request at run time (in teams mode under the "
+                "team's '<team>-' prefix; Batch prefixes 'AWSBatch'); the trigger creates no "
+                "job in queue mode, and describes and stops only jobs tagged by this platform."
+            )
+        for arn in jobs:
+            acknowledge_resource(policy, arn, reason)
         policy.add_statements(
             iam.PolicyStatement(
                 sid="JobLedger",
@@ -210,15 +281,6 @@ class JobLauncher(Construct):
                 resources=[self.table.table_arn, f"{self.table.table_arn}/index/by-created"],
             ),
         )
-
-        checkov_skip(
-            self.function,
-            "CKV_AWS_116",
-            "Invoked synchronously only (Lambda Invoke and the HTTP API); a dead-letter "
-            "queue applies to asynchronous invocations.",
-        )
-
-        self._http_api(stack, log_retention, encryption_key, api_settings)
 
     def _http_api(
         self, stack: Stack, retention: logs.RetentionDays, key: kms.IKey, settings: ApiSettings
@@ -276,3 +338,45 @@ class JobLauncher(Construct):
             ),
         )
         self.api_url = f"https://{self.api.api_id}.execute-api.{stack.region}.{stack.url_suffix}/"
+
+
+def _launch_roles(
+    training_role: TrainingRole | None,
+    team_roles: Mapping[str, TrainingRole],
+    teams: TeamsConfig,
+) -> list[TrainingRole]:
+    """The roles jobs run as: the one training role, or one per configured team."""
+    roles = [training_role] if training_role is not None else list(team_roles.values())
+    if not roles or (training_role is not None and team_roles):
+        raise ValueError("JobLauncher needs either training_role or team_roles")
+    if set(team_roles) != {t.name for t in teams.teams}:
+        raise ValueError("team_roles must name one role per configured team")
+    return roles
+
+
+def _ledger(scope: Construct, key: kms.IKey) -> dynamodb.Table:
+    """The job ledger: KMS-encrypted, point-in-time recovery, retained, two indexes."""
+    table = dynamodb.Table(
+        scope,
+        "JobLedger",
+        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+        encryption_key=key,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        removal_policy=RemovalPolicy.RETAIN,
+    )
+    table.add_global_secondary_index(
+        index_name=JOB_INDEX,
+        partition_key=dynamodb.Attribute(name="gsi_pk", type=dynamodb.AttributeType.STRING),
+        sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
+    )
+    # One team's jobs newest first (teams deployments; sparse: only jobs with a team).
+    table.add_global_secondary_index(
+        index_name=TEAM_INDEX,
+        partition_key=dynamodb.Attribute(name="team", type=dynamodb.AttributeType.STRING),
+        sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
+    )
+    return table

@@ -1,10 +1,11 @@
 """A stand-in for AWS Batch service jobs (SageMaker Training), which moto does not have.
 
 It serves the calls the launcher makes, with botocore's request and response shapes, on the
-sandbox's own endpoint (``sandbox/batch_http.py`` routes ``POST /v1/<operation>`` requests
+sandbox's own endpoint (``sandbox/batch_api.py`` routes ``POST /v1/<operation>`` requests
 signed for the ``batch`` service here; everything else stays with moto): SubmitServiceJob,
 DescribeServiceJob, ListServiceJobs, TerminateServiceJob and GetJobQueueSnapshot. It records
-``Batch Service Job State Change`` events as EventBridge would deliver them.
+``Batch Service Job State Change`` events as EventBridge would deliver them (``events``), and
+with them, in ``outbox``, its training jobs' SageMaker state changes (``batch_sagemaker.py``).
 
 Rules (what is modelled; the real service is the reference):
 
@@ -89,7 +90,7 @@ class Job:
 
     @property
     def arn(self) -> str:
-        return f"arn:aws:batch:{REGION}:{ACCOUNT}:service-job/{self.job_id}"
+        return batch_arn("service-job", self.job_id)
 
     @property
     def name(self) -> str:
@@ -101,15 +102,18 @@ class BatchStandIn:
 
     def __init__(self, *, clock: Callable[[], float] = time.time, sagemaker: Any = None) -> None:
         self.clock = clock
+        # Every event, in order: Batch's and the SageMaker state changes of the training jobs
+        # the stand-in started (sandbox/batch_sagemaker.py); sandbox/event_pump.py reads it.
+        self.outbox: list[dict[str, Any]] = []
         if sagemaker is None:
-            from sandbox.batch_api import MotoSageMaker
+            from sandbox.batch_sagemaker import MotoSageMaker
 
-            sagemaker = MotoSageMaker()
+            sagemaker = MotoSageMaker(clock=clock, on_change=self.outbox.append)
         self.sagemaker = sagemaker
         self.queues: dict[str, Queue] = {}
         self.jobs: dict[str, Job] = {}
         self.tokens: dict[str, tuple[str, str]] = {}
-        self.events: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []  # Batch state changes
         self.on_event: Callable[[dict[str, Any]], None] | None = None
         self._lock = threading.RLock()
         self._ticker: threading.Event | None = None
@@ -124,7 +128,7 @@ class BatchStandIn:
         weight_factors: dict[str, float] | None = None,
         share_policy: str = "fairshare",
     ) -> str:
-        arn = f"arn:aws:batch:{REGION}:{ACCOUNT}:job-queue/{name}"
+        arn = batch_arn("job-queue", name)
         with self._lock:
             self.queues[name] = Queue(
                 name, arn, capacity, head_timeout_s, dict(weight_factors or {}), share_policy
@@ -364,8 +368,15 @@ class BatchStandIn:
 
         event = state_change_event(job, self.clock())
         self.events.append(event)
+        self.outbox.append(event)
         if self.on_event is not None:
             self.on_event(event)
+
+
+def batch_arn(kind: str, name: str) -> str:
+    """The ARN AWS Batch gives a ``job-queue``, ``service-environment``, ``scheduling-policy``
+    or ``service-job`` in the sandbox's account and region."""
+    return f"arn:aws:batch:{REGION}:{ACCOUNT}:{kind}/{name}"
 
 
 def _instances(payload: dict[str, Any]) -> int:

@@ -14,12 +14,7 @@ import json
 import re
 from typing import Any
 
-from botocore.exceptions import ParamValidationError
-from botocore.session import get_session
-from botocore.validate import validate_parameters
-
 from sandbox.batch import (
-    ACCOUNT,
     MAX_PAYLOAD,
     REGION,
     BatchClientError,
@@ -38,9 +33,6 @@ OPERATIONS = {
 }
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/(?P<service>[^/]+)/aws4_request")
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_TRAINING_INPUT = (
-    get_session().get_service_model("sagemaker").operation_model("CreateTrainingJob").input_shape
-)
 
 
 def check_submit(req: dict[str, Any], queue: Queue) -> str:
@@ -74,66 +66,6 @@ def check_submit(req: dict[str, Any], queue: Queue) -> str:
     if not share:
         raise BatchClientError(f"{field} is required on job queue {queue.name}")
     return str(share)
-
-
-def create_training_job(backend: Any, payload: dict[str, Any]) -> str:
-    """CreateTrainingJob in moto's backend, after botocore's own check of the payload."""
-    try:
-        validate_parameters(payload, _TRAINING_INPUT)
-    except ParamValidationError as exc:
-        raise ValueError(f"ValidationException: {exc}") from None
-    job = backend.create_training_job(
-        training_job_name=payload["TrainingJobName"],
-        hyper_parameters=payload.get("HyperParameters"),
-        algorithm_specification=payload.get("AlgorithmSpecification"),
-        role_arn=payload.get("RoleArn"),
-        input_data_config=payload.get("InputDataConfig"),
-        output_data_config=payload.get("OutputDataConfig"),
-        resource_config=payload.get("ResourceConfig"),
-        vpc_config=payload.get("VpcConfig"),
-        stopping_condition=payload.get("StoppingCondition"),
-        tags=payload.get("Tags"),
-        enable_network_isolation=payload.get("EnableNetworkIsolation", False),
-        enable_inter_container_traffic_encryption=payload.get(
-            "EnableInterContainerTrafficEncryption", False
-        ),
-        enable_managed_spot_training=payload.get("EnableManagedSpotTraining", False),
-        checkpoint_config=payload.get("CheckpointConfig"),
-        debug_hook_config=payload.get("DebugHookConfig"),
-        debug_rule_configurations=payload.get("DebugRuleConfigurations"),
-        tensor_board_output_config=payload.get("TensorBoardOutputConfig"),
-        experiment_config=payload.get("ExperimentConfig"),
-    )
-    return job.arn
-
-
-class MotoSageMaker:
-    """The stand-in's SageMaker: moto's in-process backend (the sandbox runs moto's server in
-    this process), reached through its CreateTrainingJob for validation of the payload."""
-
-    def __init__(self, account: str = ACCOUNT, region: str = REGION) -> None:
-        self.account, self.region = account, region
-
-    def _backend(self) -> Any:
-        from moto.sagemaker.models import sagemaker_backends
-
-        return sagemaker_backends[self.account][self.region]
-
-    def create(self, payload: dict[str, Any]) -> str:
-        arn = create_training_job(self._backend(), payload)
-        # SageMaker's first state: InProgress/Starting (Batch: SCHEDULED until Training).
-        self.set_status(payload["TrainingJobName"], "InProgress", "Starting")
-        return arn
-
-    def status(self, name: str) -> tuple[str | None, str | None]:
-        job = self._backend().training_jobs.get(name)
-        return (None, None) if job is None else (job.training_job_status, job.secondary_status)
-
-    def set_status(self, name: str, status: str, secondary: str | None = None) -> None:
-        job = self._backend().training_jobs.get(name)
-        if job is not None:
-            job.training_job_status = status
-            job.secondary_status = secondary or status
 
 
 def filter_jobs(jobs: list[Job], req: dict[str, Any]) -> list[Job]:
@@ -269,7 +201,8 @@ def _call(standin: BatchStandIn, operation: str, body: dict[str, Any]) -> dict[s
 
 
 class BatchSandbox(Sandbox):
-    """The moto sandbox with the Batch service-job stand-in on the same endpoint."""
+    """The moto sandbox with the Batch service-job stand-in on the same endpoint, and moto's
+    CloudFormation able to deploy the queue's Batch resources (``sandbox/batch_cfn.py``)."""
 
     def __init__(self, port: int | None = None, *, standin: BatchStandIn | None = None) -> None:
         super().__init__(port)
@@ -293,6 +226,13 @@ class BatchSandbox(Sandbox):
             server._server.serve_forever()
 
         server._server_entry = entry
+
+    def __enter__(self) -> BatchSandbox:
+        super().__enter__()
+        from sandbox.batch_cfn import register
+
+        register()
+        return self
 
 
 def configure_from_template(standin: BatchStandIn, template: dict[str, Any]) -> dict[str, str]:

@@ -3,6 +3,9 @@
 Everything runs on this machine: moto's server on localhost, the pinned CDK CLI, and a real
 Lambda Invoke of the deployed trigger (the sandbox runs the deployed zip with the deployed
 configuration, since moto needs Docker to run Lambda code).
+
+``--queue`` (`make demo-queue`) runs the queue-mode demo instead (``sandbox/queue_demo.py``);
+``--serve`` keeps the sandbox up afterwards on ``localhost:4566``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,12 @@ REQUEST = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    serve = "--serve" in (sys.argv[1:] if argv is None else argv)
+    args = sys.argv[1:] if argv is None else argv
+    serve = "--serve" in args
+    if "--queue" in args:
+        from sandbox.queue_demo import run
+
+        return run(serve=serve)
     with Sandbox(port=4566 if serve else None) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
@@ -97,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in rows:
             print(f"  {key:<{width}}  {value}")
         if serve:
-            _serve(sandbox.endpoint)
+            serve_forever(sandbox.endpoint)
     return 0
 
 
@@ -135,7 +143,7 @@ def summary(skipped: set[str]) -> str:
     )
 
 
-def _serve(endpoint: str) -> None:
+def serve_forever(endpoint: str) -> None:
     """Keep the sandbox up so the ftl client can be tried from another shell."""
     print("\nThe sandbox stays up until Ctrl-C. In another shell:\n")
     for key, value in sandbox_env(endpoint).items():

@@ -8,6 +8,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCOUNT = "123456789012"
@@ -39,8 +40,17 @@ def _cdk(args: list[str], env: dict[str, str]) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-8000:]}")
 
 
-def deploy(endpoint: str, *, context: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
-    """Bootstrap, deploy every stack with ``--method=direct`` and return the stack outputs."""
+def deploy(
+    endpoint: str,
+    *,
+    context: dict[str, str] | None = None,
+    synthesized: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, dict[str, str]]:
+    """Bootstrap, deploy every stack with ``--method=direct`` and return the stack outputs.
+
+    ``synthesized``, when given, is filled with each stack's synthesized template by stack
+    name (what the sandbox needs of resources moto does not model, such as the Batch queue).
+    """
     env = sandbox_env(endpoint)
     ctx: list[str] = []
     for key, value in {"ftl:account": ACCOUNT, "ftl:region": REGION, **(context or {})}.items():
@@ -55,8 +65,22 @@ def deploy(endpoint: str, *, context: dict[str, str] | None = None) -> dict[str,
         deploy_args = ["deploy", "--all", "--method=direct", "--require-approval", "never"]
         _cdk([*deploy_args, "--outputs-file", str(outputs), *ctx], env)
         result = json.loads(outputs.read_text())
+        if synthesized is not None:
+            synthesized.update(stack_templates(Path(tmp) / "cdk.out"))
     deploy.timings = {
         "bootstrap_s": bootstrapped - started,  # type: ignore[attr-defined]
         "deploy_s": time.perf_counter() - bootstrapped,
     }
     return result
+
+
+def stack_templates(assembly: Path) -> dict[str, dict[str, Any]]:
+    """Each stack's template in a cloud assembly folder, by stack name."""
+    manifest = json.loads((assembly / "manifest.json").read_text())
+    return {
+        artifact["properties"]["stackName"]: json.loads(
+            (assembly / artifact["properties"]["templateFile"]).read_text()
+        )
+        for artifact in manifest["artifacts"].values()
+        if artifact["type"] == "aws:cloudformation:stack"
+    }

@@ -1,13 +1,17 @@
-"""Templates, the job launcher, its HTTP API and job events."""
+"""Templates, the job launcher, its HTTP API, job events, the job queue (queue mode) and the
+fleet dashboard."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from ftl_constructs.fleet_dashboard import FleetDashboard
 from ftl_constructs.job_events import JobEvents
+from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate, catalog_specs
 from ftl_constructs.launcher import JobLauncher
 from ftl_constructs.settings import PlatformSettings, retention_days
@@ -32,6 +36,18 @@ class LauncherStack(Stack):
             for spec in catalog_specs(settings.catalog_file)
         ]
         network = foundation.network
+        # Queue mode (ftl:scheduler=queue): jobs wait in an AWS Batch queue for capacity.
+        self.job_queue = (
+            JobQueue(
+                self,
+                "JobQueue",
+                platform_name=settings.name,
+                settings=settings.queue,
+                teams=settings.teams,
+            )
+            if settings.queue.enabled
+            else None
+        )
         self.launcher = JobLauncher(
             self,
             "Launcher",
@@ -51,7 +67,29 @@ class LauncherStack(Stack):
             platform_tags=settings.tags,
             log_retention=retention,
             api_settings=settings.api,
+            job_queue=self.job_queue,
         )
+        self._events_and_dashboard(settings, foundation, retention)
+        self.team_access = (
+            TeamAccess(
+                self,
+                "TeamAccess",
+                version=self.launcher.version,
+                api=self.launcher.api,
+                routes=self.launcher.routes,
+                teams=settings.teams,
+            )
+            if settings.teams.enabled
+            else None
+        )
+        self._outputs(foundation)
+
+    def _events_and_dashboard(
+        self,
+        settings: PlatformSettings,
+        foundation: FoundationStack,
+        retention: logs.RetentionDays,
+    ) -> None:
         self.events = JobEvents(
             self,
             "JobEvents",
@@ -60,23 +98,29 @@ class LauncherStack(Stack):
             encryption_key=foundation.key,
             log_retention=retention,
             environment=self.launcher.shared_environment,
+            job_queue_arns=[self.job_queue.queue_arn] if self.job_queue else [],
         )
-        self.team_access = None
-        if settings.teams.enabled:
-            self.team_access = TeamAccess(
-                self,
-                "TeamAccess",
-                version=self.launcher.version,
-                api=self.launcher.api,
-                routes=self.launcher.routes,
-                teams=settings.teams,
-            )
+        # Both modes: the metrics come from the job-events function's EMF lines; the alarms
+        # notify the platform's topic.
+        self.dashboard = FleetDashboard(
+            self,
+            "FleetDashboard",
+            platform_name=settings.name,
+            teams=settings.teams,
+            queue=settings.queue,
+            alarm_topic=self.events.topic,
+            alarm_topic_key=foundation.key,
+        )
 
+    def _outputs(self, foundation: FoundationStack) -> None:
         CfnOutput(self, "TriggerFunctionName", value=self.launcher.function.function_name)
         CfnOutput(self, "TriggerFunctionArn", value=self.launcher.function.function_arn)
         CfnOutput(self, "JobApiUrl", value=self.launcher.api_url)
         CfnOutput(self, "JobTableName", value=self.launcher.table.table_name)
         CfnOutput(self, "JobEventsTopicArn", value=self.events.topic.topic_arn)
+        CfnOutput(self, "FleetDashboardName", value=self.dashboard.dashboard.dashboard_name)
+        if self.job_queue is not None:
+            CfnOutput(self, "JobQueueArn", value=self.job_queue.queue_arn)
         if self.team_access is not None:
             access = self.team_access
             for name, alias in access.aliases.items():

@@ -58,3 +58,22 @@ TEAMS_CONTEXT = {
     "ftl:admins": ["arn:aws:iam::123456789012:role/platform-admin"],
     "ftl:prices": {"us-east-1": {"ml.p4d.24xlarge": 37.688}},
 }
+
+# Queue mode (ftl:scheduler=queue): single-team with every queue key set, and the teams
+# fixture with a weighted team, as fair share and as quota share.
+QUEUE_CONTEXT = {
+    "ftl:scheduler": "queue",
+    "ftl:queueCapacityInstances": 8,
+    "ftl:queueHeadTimeoutMinutes": 30,
+    "ftl:queueWaitAlarmMinutes": 45,
+}
+QUEUE_TEAMS_CONTEXT = {
+    **TEAMS_CONTEXT,
+    "ftl:teams": [{**TEAMS_CONTEXT["ftl:teams"][0], "weight": 2}, TEAMS_CONTEXT["ftl:teams"][1]],
+    "ftl:scheduler": "queue",
+}
+QUOTA_TEAMS_CONTEXT = {
+    **QUEUE_TEAMS_CONTEXT,
+    "ftl:queueSharePolicy": "quotashare",
+    "ftl:queueCapacityInstances": 12,
+}

@@ -1,4 +1,4 @@
-"""checkov on every synthesized template, in every network mode: zero failed checks.
+"""checkov on every synthesized template, every network mode and both schedulers: no failures.
 
 A check that does not apply is skipped next to the resource, with its reason, in the
 resource's CloudFormation metadata (checkov reads it):
@@ -18,7 +18,13 @@ from pathlib import Path
 import pytest
 
 from tests.infra.checkov_tool import checkov_command
-from tests.infra.synth import EXISTING_VPC, TEAMS_CONTEXT, templates
+from tests.infra.synth import (
+    EXISTING_VPC,
+    QUEUE_CONTEXT,
+    QUOTA_TEAMS_CONTEXT,
+    TEAMS_CONTEXT,
+    templates,
+)
 
 MODES = {
     "no-vpc": {},
@@ -26,6 +32,8 @@ MODES = {
     "new-vpc-nat": {"ftl:network": "new", "ftl:egress": "nat"},
     "existing-vpc": {"ftl:network": "existing", "ftl:existingVpc": EXISTING_VPC},
     "teams": TEAMS_CONTEXT,
+    "queue": QUEUE_CONTEXT,
+    "queue-teams-quotashare": QUOTA_TEAMS_CONTEXT,
 }
 
 

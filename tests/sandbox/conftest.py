@@ -1,4 +1,9 @@
-"""One moto sandbox per test session with the whole platform deployed into it."""
+"""One moto sandbox per test session with the whole platform deployed into it.
+
+The sandbox is a ``BatchSandbox``: moto with the AWS Batch service-job stand-in on the same
+endpoint (it answers only requests signed for ``batch`` to its operations), so a module can
+deploy a queue-mode platform beside the session's direct-mode one (``sandbox/queue_mode.py``).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,8 @@ from collections.abc import Iterator
 import boto3
 import pytest
 
+from sandbox.batch_api import BatchSandbox
 from sandbox.deploy import deploy, sandbox_env
-from sandbox.server import Sandbox
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -21,10 +26,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 class Deployed:
-    def __init__(self, endpoint: str, outputs: dict[str, dict[str, str]]) -> None:
+    def __init__(
+        self, endpoint: str, outputs: dict[str, dict[str, str]], sandbox: BatchSandbox
+    ) -> None:
         self.endpoint = endpoint
         self.outputs = outputs
         self.env = sandbox_env(endpoint)
+        self.sandbox = sandbox
 
     def output(self, name: str) -> str:
         found = [o[name] for o in self.outputs.values() if name in o]
@@ -43,11 +51,11 @@ class Deployed:
 
 @pytest.fixture(scope="session")
 def deployed() -> Iterator[Deployed]:
-    with Sandbox() as sandbox:
+    with BatchSandbox() as sandbox:
         saved = dict(os.environ)
         os.environ.update(sandbox_env(sandbox.endpoint))
         try:
-            yield Deployed(sandbox.endpoint, deploy(sandbox.endpoint))
+            yield Deployed(sandbox.endpoint, deploy(sandbox.endpoint), sandbox)
         finally:
             os.environ.clear()
             os.environ.update(saved)

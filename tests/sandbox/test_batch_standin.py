@@ -237,3 +237,42 @@ def test_stand_in_events_fold_into_the_ledger_in_any_order(sandbox):
     assert forward["fold-done"]["training_job_arn"] == tj
     assert forward["fold-stopped"]["status"] == "Stopped"
     assert "training_job_arn" not in forward["fold-stopped"]
+
+
+def test_outbox_holds_batch_and_sagemaker_state_changes_in_order(sandbox):
+    """What the event pump delivers: the stand-in's Batch events and, interleaved as they
+    happened, the SageMaker state changes of the training jobs it started."""
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=2)
+    start = len(sandbox.batch.outbox)
+    job = submit(batch, q, "team-a", "outbox")
+    arn = batch.describe_service_job(jobId=job)["latestAttempt"]["serviceResourceId"]["value"]
+    name = arn.rsplit("/", 1)[-1]
+    sandbox.batch.run_training_job(name)
+    sandbox.clock.now += 120
+    sandbox.batch.finish_training_job(name)
+    mine = [
+        e
+        for e in sandbox.batch.outbox[start:]
+        if e["detail"].get("jobId") == job or e["detail"].get("TrainingJobName") == name
+    ]
+    steps = [
+        (e["source"], e["detail"].get("status") or e["detail"]["SecondaryStatus"]) for e in mine
+    ]
+    assert steps == [
+        ("aws.batch", "RUNNABLE"),
+        ("aws.sagemaker", "Starting"),
+        ("aws.batch", "SCHEDULED"),
+        ("aws.sagemaker", "Training"),
+        ("aws.batch", "RUNNING"),
+        ("aws.sagemaker", "Completed"),
+        ("aws.batch", "SUCCEEDED"),
+    ]
+    done = mine[-2]
+    assert done["detail-type"] == "SageMaker Training Job State Change"
+    detail = done["detail"]
+    assert detail["TrainingJobStatus"] == "Completed" and detail["TrainingJobArn"] == arn
+    assert detail["TrainingTimeInSeconds"] == detail["BillableTimeInSeconds"] == 120
+    assert detail["RoleArn"] == payload(name)["RoleArn"]
+    assert detail["TrainingEndTime"] - detail["TrainingStartTime"] == 120_000
+    assert all(e["detail"].get("TrainingJobName") != name for e in sandbox.batch.events)

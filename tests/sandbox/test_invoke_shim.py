@@ -10,6 +10,7 @@ import zipfile
 import pytest
 from botocore.exceptions import ClientError
 
+from sandbox import server
 from sandbox.server import Sandbox
 from tests.lambda_support import client
 
@@ -24,6 +25,9 @@ def echo():
     code = io.BytesIO()
     with zipfile.ZipFile(code, "w") as archive:
         archive.writestr("h.py", ECHO)
+    # This module's own server points the Invoke shim at itself; put back the session
+    # sandbox's endpoint afterwards, or functions first invoked later would reach a stopped one.
+    session_endpoint = list(server._ENDPOINT)
     with Sandbox() as sandbox:
         role = client("iam", sandbox.endpoint).create_role(
             RoleName="echo", AssumeRolePolicyDocument="{}"
@@ -39,6 +43,7 @@ def echo():
         )
         lam.create_alias(FunctionName="echo", Name="team-x", FunctionVersion="1")
         yield lam
+    server._ENDPOINT[:] = session_endpoint
 
 
 def _invoke(lam, **kwargs):

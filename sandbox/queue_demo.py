@@ -1,0 +1,135 @@
+"""`python -m sandbox.demo --queue` (`make demo-queue`): jobs wait for GPUs instead of failing.
+
+Deploys the platform with ``ftl:scheduler=queue`` and a capacity of 4 instances into the
+sandbox (the AWS Batch stand-in configured from the synthesized template, its events pumped
+to the deployed job-events function), then, through the deployed trigger (Lambda Invoke):
+
+1. submits three 2-instance jobs: two start, the third is ``Queued`` with its reason and its
+   position in the queue;
+2. finishes the first job's training job (as SageMaker would);
+3. shows the third job start.
+
+The trigger's answers follow docs/QUEUE.md: submit ``status`` ``Queued``; describe
+``queue_reason``, ``queue_position``, ``queued_seconds``, ``batch_job_id``,
+``training_job_name``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import boto3
+
+from sandbox.batch_api import BatchSandbox
+from sandbox.demo import serve_forever, summary, unsupported_notices
+from sandbox.deploy import sandbox_env
+from sandbox.queue_mode import QueueDeployment, deploy_queue
+
+CAPACITY = 4
+JOBS = [
+    {
+        "template": "bert-large-qa",
+        "job_name": f"queue-demo-{i}",
+        "instance_count": 2,
+        "client_token": f"demo-queue-{i}",
+    }
+    for i in (1, 2, 3)
+]
+COLUMNS = (
+    "job_name",
+    "status",
+    "queue_reason",
+    "queue_position",
+    "queued_seconds",
+    "batch_job_id",
+    "training_job_name",
+)
+STARTED = ("Scheduled", "InProgress")
+
+
+def run(*, serve: bool = False) -> int:
+    with BatchSandbox(port=4566 if serve else None) as sandbox:
+        print(f"moto sandbox on {sandbox.endpoint}; deploying with ftl:scheduler=queue")
+        os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
+        with unsupported_notices() as skipped:
+            deployment = deploy_queue(
+                sandbox, context={"ftl:queueCapacityInstances": str(CAPACITY)}
+            )
+        if skipped:
+            print(summary(skipped))
+        _show_queue(sandbox, deployment)
+        sandbox.batch.start_ticker()
+        deployment.pump.start()
+        try:
+            code = _scenario(sandbox, deployment)
+        finally:
+            deployment.pump.stop()
+            sandbox.batch.stop_ticker()
+        if serve and code == 0:
+            serve_forever(sandbox.endpoint)
+    return code
+
+
+def _show_queue(sandbox: BatchSandbox, deployment: QueueDeployment) -> None:
+    arn = deployment.output("JobQueueArn")
+    queue = sandbox.batch.queues[arn.rsplit("/", 1)[1]]
+    print(f"job queue {arn}")
+    print(
+        f"  capacity {queue.capacity} instances, head-of-queue limit "
+        f"{queue.head_timeout_s:.0f}s, {queue.share_policy} {queue.weight_factors}"
+    )
+    print(f"fleet dashboard {deployment.output('FleetDashboardName')}")
+
+
+def _scenario(sandbox: BatchSandbox, deployment: QueueDeployment) -> int:
+    trigger = deployment.output("TriggerFunctionName")
+    print(f"\nthree 2-instance jobs into a queue of {CAPACITY} instances:")
+    jobs = [_invoke(trigger, request) for request in JOBS]
+    for job in jobs:
+        if "error" in job:
+            print(json.dumps(job, indent=2))
+            return 1
+    _table([_describe(trigger, job["job_name"]) for job in jobs])
+    third = _describe(trigger, jobs[2]["job_name"])
+    if jobs[2].get("status") != "Queued" or third.get("status") != "Queued":
+        print(
+            "\nthe third job was not queued: the deployed trigger does not follow the queue "
+            "contract (docs/QUEUE.md); is its queue-mode code (FTL_SCHEDULER) deployed?"
+        )
+        return 1
+    first = _describe(trigger, jobs[0]["job_name"])
+    print(f"\n{first['job_name']} finishes (its training job {first['training_job_name']}):")
+    sandbox.batch.finish_training_job(first["training_job_name"])
+    deployment.pump.drain()
+    deadline = time.monotonic() + 30
+    while third.get("status") not in STARTED and time.monotonic() < deadline:
+        time.sleep(0.5)
+        third = _describe(trigger, jobs[2]["job_name"])
+    _table([_describe(trigger, job["job_name"]) for job in jobs])
+    if third.get("status") not in STARTED:
+        print(f"\n{third['job_name']} did not start after the first job ended")
+        return 1
+    print(f"\n{third['job_name']} started once capacity was free")
+    return 0
+
+
+def _invoke(function: str, event: dict[str, Any]) -> dict[str, Any]:
+    reply = boto3.client("lambda").invoke(FunctionName=function, Payload=json.dumps(event).encode())
+    return json.loads(reply["Payload"].read())
+
+
+def _describe(trigger: str, job_name: str) -> dict[str, Any]:
+    return _invoke(trigger, {"action": "describe", "job_name": job_name})
+
+
+def _table(rows: list[dict[str, Any]]) -> None:
+    cells = [
+        [str(row.get(c, "") if row.get(c) is not None else "") for c in COLUMNS] for row in rows
+    ]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(COLUMNS)]
+    print("  " + "  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths, strict=True)))
+    for row in cells:
+        print("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
