@@ -15,7 +15,10 @@ Usage lives in one ledger item per team, ``pk = "usage#<team>"``:
 A submit adds its instances and estimate in the same transaction that claims the job, with a
 condition that the limits still hold, so concurrent submits never overshoot. A job that ends
 (or fails to start) subtracts them again, once: its job item gets ``usage_released`` in the
-same transaction. A new month starts with ``committed = reserved`` and ``spend = 0``.
+same transaction, and ``usage_spend_usd``: the cost it added to ``spend`` (0 when the cost was
+not known yet: a job that Batch reported ended before SageMaker reported its billable time).
+Such a cost is added once when it becomes known (:func:`spend_update`). A new month starts
+with ``committed = reserved`` and ``spend = 0``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = [
     "month_of",
     "release_update",
     "rollover_update",
+    "spend_update",
     "usage_item",
 ]
 
@@ -225,4 +229,16 @@ def release_update(
             ":delta": _n(spent - reserve),
             ":spent": _n(spent),
         },
+    }
+
+
+def spend_update(table: str, team: str, month: str, *, cost: float) -> dict[str, Any]:
+    """Add a finished job's cost learned after its usage was given back (counted this month)."""
+    return {
+        "TableName": table,
+        "Key": {"pk": {"S": USAGE + team}},
+        "UpdateExpression": "ADD committed :cost, spend :cost",
+        "ConditionExpression": "#m = :m",
+        "ExpressionAttributeNames": {"#m": "month"},
+        "ExpressionAttributeValues": {":m": {"S": month}, ":cost": _n(cost)},
     }
