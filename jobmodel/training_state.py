@@ -26,7 +26,8 @@ Fields (:func:`from_training_job`):
 ==========================  ===================================================================
 
 Merge (:func:`merge`): the status group, identifiers and Batch's view follow
-``queue_state.merge``; SageMaker's own view (:data:`SAGEMAKER_GROUP`) is replaced as a whole by
+``queue_state.merge`` (SageMaker's spelling of ``training_job_name`` replaces the lower-case
+one Batch's ARN gives); SageMaker's own view (:data:`SAGEMAKER_GROUP`) is replaced as a whole by
 a newer SageMaker observation, and never changes once the job ended with a status SageMaker
 reported. So events from both sources give the same record in any order, any number of times.
 """
@@ -193,6 +194,10 @@ def merge(current: Mapping[str, Any] | None, update: Mapping[str, Any]) -> dict[
     out = queue_state.merge(cur, update)
     if update.get("job_arn") is not None and cur.get("job_arn") is None:
         out["job_arn"] = update["job_arn"]
+    name, known = update.get("training_job_name"), cur.get("training_job_name")
+    if update.get("status_source") == SOURCE and name and known and known.lower() == name.lower():
+        # Set once, but SageMaker's spelling beats the lower-case one read from an ARN.
+        out["training_job_name"] = name
     if update.get("status_source") == SOURCE and _newer(cur, update) and not _settled(cur):
         for key in SAGEMAKER_GROUP:
             out[key] = update.get(key)

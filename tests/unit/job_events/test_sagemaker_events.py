@@ -1,55 +1,8 @@
-"""The job-events handler: ledger updates and SNS notifications from state-change events."""
+"""SageMaker training job state changes: ledger updates, cost, usage and SNS announcements."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import sys
-
 import pytest
-
-from tests.lambda_support import ROOT, FakeContext, client, create_ledger_table
-
-EVENTS_DIR = ROOT / "lambda" / "job_events"
-
-
-@pytest.fixture
-def events(moto_endpoint, monkeypatch, prefix):
-    table = f"ftl-events-{prefix}"
-    ddb = client("dynamodb", moto_endpoint)
-    create_ledger_table(ddb, table)
-    sns = client("sns", moto_endpoint)
-    sqs = client("sqs", moto_endpoint)
-    topic = sns.create_topic(Name=f"ftl-{prefix}")["TopicArn"]
-    queue = sqs.create_queue(QueueName=f"q-{prefix}")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
-    for key, value in {
-        "AWS_ENDPOINT_URL": moto_endpoint,
-        "FTL_JOB_TABLE": table,
-        "FTL_TOPIC_ARN": topic,
-    }.items():
-        monkeypatch.setenv(key, value)
-    spec = importlib.util.spec_from_file_location("ftl_job_events", EVENTS_DIR / "handler.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.pop("ftl_job_events", None)
-    spec.loader.exec_module(module)
-
-    class Env:
-        pass
-
-    env = Env()
-    env.module, env.ddb, env.table, env.sqs, env.queue = module, ddb, table, sqs, queue
-    return env
-
-
-def _job(env, name, status="InProgress"):
-    env.ddb.put_item(
-        TableName=env.table,
-        Item={"pk": {"S": f"job#{name}"}, "job_name": {"S": name}, "status": {"S": status}},
-    )
 
 
 def _event(name, status, **detail):
@@ -61,19 +14,20 @@ def _event(name, status, **detail):
     }
 
 
-def _item(env, name):
-    item = env.ddb.get_item(TableName=env.table, Key={"pk": {"S": f"job#{name}"}})["Item"]
-    return {k: next(iter(v.values())) for k, v in item.items()}
-
-
-def _messages(env):
-    out = env.sqs.receive_message(QueueUrl=env.queue, MaxNumberOfMessages=10)
-    return [json.loads(json.loads(m["Body"])["Message"]) for m in out.get("Messages", [])]
+def _team_job(events, name, **values):
+    return events.put_job(
+        name,
+        team="nlp",
+        instance_count=2,
+        price_usd_per_hour=30.0,
+        estimated_max_cost_usd=60.0,
+        **values,
+    )
 
 
 def test_completed_spot_job_records_billable_time_and_savings(events, prefix):
-    _job(events, prefix)
-    result = events.module.handler(
+    events.put_job(prefix)
+    result = events(
         _event(
             prefix,
             "Completed",
@@ -81,79 +35,77 @@ def test_completed_spot_job_records_billable_time_and_savings(events, prefix):
             EnableManagedSpotTraining=True,
             BillableTimeInSeconds=1200,
             TrainingTimeInSeconds=4000,
-        ),
-        FakeContext(),
+        )
     )
     assert result["updated"] is True and result["spot_savings_percent"] == 70.0
-    item = _item(events, prefix)
-    assert item["status"] == "Completed" and item["billable_seconds"] == "1200"
-    assert item["spot_savings_percent"] == "70.0"
-    (message,) = _messages(events)
+    job = events.job(prefix)
+    assert job["status"] == "Completed" and job["billable_seconds"] == 1200
+    assert job["spot_savings_percent"] == 70.0 and job["status_source"] == "sagemaker"
+    (message,) = events.messages()
     assert message["job_name"] == prefix and message["spot_savings_percent"] == 70.0
 
 
-def test_interruption_updates_the_ledger_without_a_notification(events, prefix):
-    _job(events, prefix)
-    events.module.handler(
-        _event(prefix, "InProgress", SecondaryStatus="Interrupted"), FakeContext()
+def test_final_metrics_and_spot_interruptions_are_stored(events, prefix):
+    events.put_job(prefix)
+    transitions = ["Starting", "Training", "Interrupted", "Starting", "Training"]
+    transitions += ["Interrupted", "Interrupted", "Training", "Completed"]
+    events(
+        _event(
+            prefix,
+            "Completed",
+            FinalMetricDataList=[
+                {"MetricName": "eval_f1", "Value": 91.25, "Timestamp": 1700000000000},
+                {"MetricName": "train_loss", "Value": 0.125, "Timestamp": 1700000000000},
+                {"MetricName": "eval_loss", "Value": float("nan"), "Timestamp": 1700000000000},
+            ],
+            SecondaryStatusTransitions=[{"Status": s, "StartTime": 1} for s in transitions],
+        )
     )
-    assert _item(events, prefix)["secondary_status"] == "Interrupted"
-    assert _messages(events) == []
+    job = events.job(prefix)
+    assert job["final_metrics"] == {"eval_f1": 91.25, "train_loss": 0.125}
+    assert job["spot_interruptions"] == 2
+    (message,) = events.messages()
+    assert message["final_metrics"] == {"eval_f1": 91.25, "train_loss": 0.125}
+
+
+def test_interruption_updates_the_ledger_without_a_notification(events, prefix):
+    events.put_job(prefix)
+    events(_event(prefix, "InProgress", SecondaryStatus="Interrupted"))
+    assert events.job(prefix)["secondary_status"] == "Interrupted"
+    assert events.messages() == []
 
 
 def test_failure_reason_is_recorded_and_announced(events, prefix):
-    _job(events, prefix)
-    events.module.handler(
-        _event(prefix, "Failed", FailureReason="AlgorithmError: OOM"), FakeContext()
-    )
-    assert _item(events, prefix)["failure_reason"] == "AlgorithmError: OOM"
-    assert _messages(events)[0]["status"] == "Failed"
+    events.put_job(prefix)
+    events(_event(prefix, "Failed", FailureReason="AlgorithmError: OOM"))
+    assert events.job(prefix)["failure_reason"] == "AlgorithmError: OOM"
+    assert events.messages()[0]["status"] == "Failed"
 
 
-def test_on_demand_jobs_have_no_savings(events):
-    summary = events.module.summarize(
-        {
-            "TrainingJobStatus": "Completed",
-            "EnableManagedSpotTraining": False,
-            "BillableTimeInSeconds": 10,
-            "TrainingTimeInSeconds": 10,
-        }
+def test_a_long_failure_reason_is_cut_to_sagemakers_limit(events, prefix):
+    events.put_job(prefix)
+    events(_event(prefix, "Failed", FailureReason="x" * 5000))
+    assert len(events.job(prefix)["failure_reason"]) == 1024
+
+
+def test_on_demand_jobs_have_no_savings(events, prefix):
+    events.put_job(prefix, spot=False)
+    events(
+        _event(
+            prefix,
+            "Completed",
+            EnableManagedSpotTraining=False,
+            BillableTimeInSeconds=10,
+            TrainingTimeInSeconds=10,
+        )
     )
-    assert "spot_savings_percent" not in summary
+    assert "spot_savings_percent" not in events.job(prefix)
 
 
 def test_events_for_unknown_jobs_never_create_records(events, prefix):
-    result = events.module.handler(_event(prefix, "Completed"), FakeContext())
+    result = events(_event(prefix, "Completed"))
     assert result["updated"] is False
     assert events.ddb.scan(TableName=events.table)["Items"] == []
-
-
-def _job_with_team(env, name, **values):
-    item = {
-        "pk": {"S": f"job#{name}"},
-        "job_name": {"S": name},
-        "status": {"S": "InProgress"},
-        "team": {"S": "nlp"},
-        "instance_count": {"N": "2"},
-        "price_usd_per_hour": {"N": "30.0"},
-        "estimated_max_cost_usd": {"N": "60.0"},
-    }
-    item.update(values)
-    env.ddb.put_item(TableName=env.table, Item=item)
-
-
-def _usage(env, month, instances=2, reserved=60.0):
-    env.ddb.put_item(
-        TableName=env.table,
-        Item={
-            "pk": {"S": "usage#nlp"},
-            "month": {"S": month},
-            "instances": {"N": str(instances)},
-            "reserved": {"N": str(reserved)},
-            "spend": {"N": "0"},
-            "committed": {"N": str(reserved)},
-        },
-    )
 
 
 @pytest.mark.parametrize(
@@ -162,6 +114,7 @@ def _usage(env, month, instances=2, reserved=60.0):
         {"detail": {}},
         "not an object",
         {"source": "aws.sagemaker", "detail-type": "Other", "detail": {}},
+        {"source": "aws.batch", "detail-type": "SageMaker Training Job State Change", "detail": {}},
         _event("ok-1", "Sleeping"),
         _event("bad name!", "Completed"),
         _event("ok-1", "Completed", BillableTimeInSeconds=-5),
@@ -169,39 +122,57 @@ def _usage(env, month, instances=2, reserved=60.0):
         _event("ok-1", "Completed", BillableTimeInSeconds=True),
         _event("ok-1", "Completed", TrainingTimeInSeconds=1e300),
         _event("ok-1", "InProgress", SecondaryStatus={"x": 1}),
+        _event("ok-1", "Completed", FinalMetricDataList="f1=9"),
+        _event("ok-1", "Completed", FinalMetricDataList=[{"MetricName": "f1", "Value": "9"}]),
+        _event("ok-1", "Completed", FinalMetricDataList=[{"Value": 9}]),
+        _event("ok-1", "Completed", SecondaryStatusTransitions=[{"Status": 3}]),
+        _event("ok-1", "Completed", SecondaryStatusTransitions={"Status": "Training"}),
         {**_event("ok-1", "Completed"), "source": "attacker"},
         {**_event("ok-1", "Completed"), "time": "yesterday"},
     ],
 )
 def test_malformed_events_are_dropped_and_never_stored(events, event):
-    _job(events, "ok-1")
-    before = _item(events, "ok-1")
-    result = events.module.handler(event, FakeContext())
+    events.put_job("ok-1")
+    before = events.job("ok-1")
+    result = events(event)
     assert result["updated"] is False and result["dropped"]
-    assert _item(events, "ok-1") == before
-    assert _messages(events) == []
+    assert events.job("ok-1") == before
+    assert events.messages() == []
 
 
 def test_numbers_are_coerced_safely(events, prefix):
-    _job(events, prefix)
-    events.module.handler(
-        _event(prefix, "Completed", BillableTimeInSeconds="120", TrainingTimeInSeconds=200.0),
-        FakeContext(),
-    )
-    item = _item(events, prefix)
-    assert (item["billable_seconds"], item["training_seconds"]) == ("120", "200")
+    events.put_job(prefix)
+    events(_event(prefix, "Completed", BillableTimeInSeconds="120", TrainingTimeInSeconds=200.0))
+    job = events.job(prefix)
+    assert (job["billable_seconds"], job["training_seconds"]) == (120, 200)
 
 
 def test_a_terminal_status_is_never_overwritten(events, prefix):
-    _job(events, prefix)
-    events.module.handler(_event(prefix, "Completed"), FakeContext())
-    late = events.module.handler(_event(prefix, "InProgress", SecondaryStatus="Training"), None)
+    events.put_job(prefix)
+    events(_event(prefix, "Completed", SecondaryStatus="Completed"))
+    late = events(_event(prefix, "InProgress", SecondaryStatus="Training"))
     assert late["updated"] is False
-    assert _item(events, prefix)["status"] == "Completed"
+    job = events.job(prefix)
+    assert job["status"] == "Completed" and job["secondary_status"] == "Completed"
+
+
+def test_a_newer_event_after_the_end_changes_nothing(events, prefix):
+    events.put_job(prefix)
+    done = {
+        **_event(prefix, "Completed", SecondaryStatus="Completed"),
+        "time": "2026-11-22T10:00:00Z",
+    }
+    later = {
+        **_event(prefix, "Stopping", SecondaryStatus="Stopping"),
+        "time": "2026-11-22T11:00:00Z",
+    }
+    events(done)
+    assert events(later)["updated"] is False
+    assert events.job(prefix)["secondary_status"] == "Completed"
 
 
 def test_an_older_event_does_not_replace_a_newer_one(events, prefix):
-    _job(events, prefix)
+    events.put_job(prefix)
     newer = {
         **_event(prefix, "InProgress", SecondaryStatus="Training"),
         "time": "2026-11-22T10:05:00Z",
@@ -210,29 +181,62 @@ def test_an_older_event_does_not_replace_a_newer_one(events, prefix):
         **_event(prefix, "InProgress", SecondaryStatus="Starting"),
         "time": "2026-11-22T10:00:00Z",
     }
-    assert events.module.handler(newer, FakeContext())["updated"] is True
-    assert events.module.handler(older, FakeContext())["updated"] is False
-    assert _item(events, prefix)["secondary_status"] == "Training"
+    assert events(newer)["updated"] is True
+    assert events(older)["updated"] is False
+    assert events.job(prefix)["secondary_status"] == "Training"
+
+
+def test_last_modified_time_orders_events_of_the_same_second(events, prefix):
+    events.put_job(prefix)
+    second = "2026-11-22T10:05:00Z"
+    newer = _event(
+        prefix, "InProgress", SecondaryStatus="Training", LastModifiedTime=1_700_000_000_900
+    )
+    older = _event(
+        prefix, "InProgress", SecondaryStatus="Starting", LastModifiedTime=1_700_000_000_100
+    )
+    events({**newer, "time": second})
+    assert events({**older, "time": second})["updated"] is False
+    assert events.job(prefix)["secondary_status"] == "Training"
+
+
+def test_the_training_job_arn_is_recorded_once(events, prefix):
+    events.put_job(prefix, status="Submitting")
+    arn = f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{prefix}"
+    events(_event(prefix, "InProgress", TrainingJobArn=arn))
+    job = events.job(prefix)
+    assert job["job_arn"] == arn and job["training_job_arn"] == arn
+    assert job["training_job_name"] == prefix and job["status"] == "InProgress"
 
 
 def test_the_end_of_a_team_job_records_its_cost_and_gives_usage_back_once(events, prefix):
-    month = events.module.Q.month_of(events.module._now())
-    _job_with_team(events, prefix)
-    _usage(events, month)
+    _team_job(events, prefix)
+    events.put_usage("nlp", events.month(), instances=2, reserved=60.0)
     done = _event(prefix, "Completed", BillableTimeInSeconds=1800)
-    assert events.module.handler(done, FakeContext())["cost_usd"] == 30.0  # 0.5 h x 2 x 30
-    assert events.module.handler(done, FakeContext())["updated"] is False
-    item = _item(events, prefix)
-    assert item["cost_usd"] == "30.0" and item["usage_released"] is True
-    usage = events.ddb.get_item(TableName=events.table, Key={"pk": {"S": "usage#nlp"}})["Item"]
-    assert usage["instances"]["N"] == "0" and float(usage["reserved"]["N"]) == 0
-    assert float(usage["spend"]["N"]) == 30.0 and float(usage["committed"]["N"]) == 30.0
+    assert events(done)["cost_usd"] == 30.0  # 0.5 h x 2 x 30
+    assert events(done)["updated"] is False
+    job = events.job(prefix)
+    assert job["cost_usd"] == 30.0 and job["usage_released"] is True
+    assert job["usage_spend_usd"] == 30.0
+    usage = events.usage("nlp")
+    assert usage["instances"] == 0 and float(usage["reserved"]) == 0
+    assert float(usage["spend"]) == 30.0 and float(usage["committed"]) == 30.0
+    assert len(events.messages()) == 1
 
 
 def test_a_job_ending_in_a_new_month_counts_there(events, prefix):
-    month = events.module.Q.month_of(events.module._now())
-    _job_with_team(events, prefix)
-    _usage(events, "2001-01")
-    events.module.handler(_event(prefix, "Stopped", BillableTimeInSeconds=3600), FakeContext())
-    usage = events.ddb.get_item(TableName=events.table, Key={"pk": {"S": "usage#nlp"}})["Item"]
-    assert usage["month"]["S"] == month and float(usage["spend"]["N"]) == 60.0
+    _team_job(events, prefix)
+    events.put_usage("nlp", "2001-01", instances=2, reserved=60.0)
+    events(_event(prefix, "Stopped", BillableTimeInSeconds=3600))
+    usage = events.usage("nlp")
+    assert usage["month"] == events.month() and float(usage["spend"]) == 60.0
+
+
+def test_usage_the_trigger_already_gave_back_is_not_given_back_again(events, prefix):
+    _team_job(events, prefix, status="Completed", usage_released=True, usage_spend_usd=30.0)
+    events.put_usage("nlp", events.month(), instances=0, reserved=0.0)
+    result = events(_event(prefix, "Completed", BillableTimeInSeconds=1800))
+    assert result["updated"] is True  # SageMaker's own view of the end is recorded
+    usage = events.usage("nlp")
+    assert usage["instances"] == 0 and float(usage["spend"]) == 0
+    assert events.messages() == []  # the job had already ended: nothing new to announce
