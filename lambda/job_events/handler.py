@@ -1,20 +1,53 @@
 """Job-events Lambda entry point: EventBridge -> the job ledger, fleet metrics and SNS.
 
 EventBridge delivers SageMaker's ``SageMaker Training Job State Change`` and AWS Batch's
-``Batch Service Job State Change`` events for this platform's jobs; each updates its job's
-ledger item (docs/API.md, "Job events"). The work is in the ``ftl_events`` package; the
-ledger code is the trigger's (``ftl_trigger``), the rules the job model's (``jobmodel``),
-both shipped in this function's asset. Clients are created once per container, at import.
+``Batch Service Job State Change`` events for this platform's jobs (docs/API.md, "Job
+events"). Each is parsed (``ftl_events.parse``), recorded in its job's ledger item
+(``ftl_events.apply``), and a write that was applied prints its fleet metrics and announces
+the job's end (``ftl_events.publish``). The ledger code is the trigger's (``ftl_trigger``),
+the rules the job model's (``jobmodel``), both shipped in this function's asset. Clients are
+created once per container, at import (``ftl_events.dependencies``).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from ftl_events.runtime import EventsRuntime
+from ftl_events.dependencies import Runtime
+from ftl_events.parse import Malformed, parse
+from ftl_events.publish import announcement, metric_line, public_view
 
-RUNTIME = EventsRuntime.from_environment()
+# No level of its own: Lambda sets the root logger from the function's application log
+# level and writes every record as JSON with the request id (PlatformFunction).
+LOG = logging.getLogger("ftl.job_events")
+
+RUNTIME = Runtime.from_environment()
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:
-    return RUNTIME.handle(event)
+    try:
+        observation = parse(event)
+    except Malformed as err:
+        event_id = event.get("id") if isinstance(event, dict) else None
+        LOG.warning("dropped a malformed event %s: %s", event_id, err)
+        return {"updated": False, "dropped": str(err)}
+    # Failures (DynamoDB, a job that kept changing) raise: EventBridge retries the event.
+    outcome = RUNTIME.recorder.record(observation)
+    if outcome.applied:
+        LOG.info(
+            "job %s: %s -> %s (%s event %s)",
+            outcome.job_name,
+            outcome.old_status,
+            outcome.new_status,
+            observation.source,
+            observation.event_id,
+        )
+    now_ms = int(RUNTIME.now().timestamp() * 1000)
+    line = metric_line(outcome, platform=RUNTIME.platform, timestamp_ms=now_ms)
+    if line is not None:
+        RUNTIME.emit(line)
+    message = announcement(outcome)
+    if message is not None:
+        RUNTIME.sns.publish(TopicArn=RUNTIME.topic_arn, **message)
+    return {"updated": outcome.applied, "job_name": outcome.job_name, **public_view(outcome.after)}
