@@ -23,8 +23,6 @@ from ftl_client.client import (
     LauncherClient,
     LauncherError,
     Progress,
-    interruptions_of,
-    metrics_of,
 )
 from jobmodel.contract import JOB_STATUSES
 
@@ -355,9 +353,8 @@ class Cli:
         return self.report(progress)
 
     def report(self, progress: Progress) -> int:
-        described = self.client.training_job(progress.name)
-        metrics = metrics_of(described)
-        progress.interruptions = max(progress.interruptions, interruptions_of(described))
+        """The outcome, from the launcher's last ``describe`` only (no SageMaker call)."""
+        metrics = progress.final_metrics
         result = {
             **progress.job,
             "final_metrics": metrics,

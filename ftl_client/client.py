@@ -22,12 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
 
 from ftl_client import transport
 from ftl_client.errors import LauncherError, aws_code, aws_error, aws_message
-from ftl_client.progress import (  # noqa: F401 (the client's public names)
-    Progress,
-    interruptions_of,
-    metrics_of,
-    parse_time,
-)
+from ftl_client.progress import Progress, parse_time
 from jobmodel.contract import TERMINAL_STATUSES
 from jobmodel.names import TRAINING_LOG_GROUP
 from jobmodel.routes import route_for
@@ -235,16 +230,10 @@ class LauncherClient:
             sleep(poll_seconds)
             job = self.describe(name)
 
-    def training_job(self, name: str) -> dict[str, Any] | None:
-        """SageMaker's own DescribeTrainingJob, or None when the caller may not read it."""
-        try:
-            return self._client("sagemaker").describe_training_job(TrainingJobName=name)
-        except (ClientError, BotoCoreError):
-            return None
-
     def final_metrics(self, name: str) -> dict[str, float]:
-        """The job's final metrics (``FinalMetricDataList``); empty when none or unreadable."""
-        return metrics_of(self.training_job(name))
+        """The job's final metrics from ``describe`` (SageMaker's ``FinalMetricDataList`` as
+        the launcher recorded it); empty while the job runs or when it reported none."""
+        return dict(self.describe(name).get("final_metrics") or {})
 
     def logs(
         self,

@@ -1,5 +1,5 @@
-"""A job's progress as ``ftl status --wait`` follows it, and the fields read from SageMaker's
-description (final metrics, spot interruptions, timestamps)."""
+"""A job's progress as ``ftl status --wait`` follows it, from the launcher's ``describe``
+(which carries the job's final metrics and spot interruptions once SageMaker reports them)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jobmodel.contract import TERMINAL_STATUSES
+from jobmodel.training_state import count_interruptions
 
 SUCCEEDED = "Completed"
-INTERRUPTED = "Interrupted"
 
 
 @dataclass
@@ -50,37 +50,26 @@ class Progress:
         return max(0.0, (now - self.started_at).total_seconds())
 
     def observe(self, job: dict[str, Any]) -> None:
-        """Take one poll's describe result; count transitions into ``Interrupted``."""
+        """Take one poll's describe result.
+
+        Spot interruptions: the launcher's count (``spot_interruptions``, from SageMaker's
+        secondary status transitions) or the entries into ``Interrupted`` seen by polling,
+        whichever is larger; both counted by the one rule in ``jobmodel.training_state``.
+        """
         before = (self.status, self.secondary_status) if self.polls else None
         self.job = job
         self.polls += 1
         now = (self.status, self.secondary_status)
         self.changed = now != before
         if self.changed:
-            if now[1] == INTERRUPTED and (before is None or before[1] != INTERRUPTED):
-                self.interruptions += 1
             self.history.append(now)
+        seen = count_interruptions(secondary for _, secondary in self.history)
+        self.interruptions = max(self.interruptions, seen, int(job.get("spot_interruptions") or 0))
 
-
-def metrics_of(described: dict[str, Any] | None) -> dict[str, float]:
-    """``FinalMetricDataList`` of a DescribeTrainingJob response as ``{name: value}``."""
-    return {
-        m["MetricName"]: float(m["Value"])
-        for m in (described or {}).get("FinalMetricDataList", [])
-        if "MetricName" in m and "Value" in m
-    }
-
-
-def interruptions_of(described: dict[str, Any] | None) -> int:
-    """How many times SageMaker's ``SecondaryStatusTransitions`` entered ``Interrupted``."""
-    transitions = (described or {}).get("SecondaryStatusTransitions", [])
-    count, previous = 0, None
-    for t in transitions:
-        status = t.get("Status")
-        if status == INTERRUPTED and previous != INTERRUPTED:
-            count += 1
-        previous = status
-    return count
+    @property
+    def final_metrics(self) -> dict[str, float]:
+        """The job's final metrics as the launcher reports them (empty until it ends)."""
+        return dict(self.job.get("final_metrics") or {})
 
 
 def parse_time(text: Any) -> datetime | None:

@@ -67,9 +67,11 @@ class JobEvents(Construct):
             self,
             "Handler",
             description="Fine-tuning job state changes -> ledger and SNS",
+            # handler.py and its package ftl_events; the job model's rules (statuses, the
+            # Batch and SageMaker state mapping, prices, usage, fleet metrics); and the
+            # trigger's package for its ledger, the one DynamoDB codec both functions use.
             code_dir=ROOT / "lambda" / "job_events",
-            # The handler reads statuses, prices and the usage rules from the job model.
-            packages=[ROOT / "jobmodel"],
+            packages=[ROOT / "jobmodel", ROOT / "lambda" / "trigger" / "ftl_trigger"],
             encryption_key=encryption_key,
             log_retention=log_retention,
             environment={

@@ -9,13 +9,14 @@ loaded): a template that breaks a rule never deploys.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 __all__ = [
     "ERROR_TYPES",
     "HTTP_STATUS",
+    "THROTTLE_CODES",
     "CapacityError",
     "Conflict",
     "Forbidden",
@@ -26,6 +27,7 @@ __all__ = [
     "Throttled",
     "UpstreamError",
     "ValidationError",
+    "aws_error",
 ]
 
 
@@ -170,6 +172,36 @@ ERROR_TYPES: Mapping[str, type[JobModelError]] = MappingProxyType(
 )
 # Each error type's HTTP status (the same for both doors).
 HTTP_STATUS: Mapping[str, int] = MappingProxyType({t: c.status for t, c in ERROR_TYPES.items()})
+
+
+# AWS error codes (and transaction cancellation reasons) that mean "throttled".
+THROTTLE_CODES: frozenset[str] = frozenset(
+    {
+        "ThrottlingException",
+        "Throttling",
+        "ThrottlingError",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+    }
+)
+
+
+def aws_error(
+    call: str, code: str, message: str, *, cancellation_codes: Iterable[str | None] = ()
+) -> JobModelError:
+    """The contract's error for an AWS failure of ``call`` (the message names the call).
+
+    ``code`` is AWS's error code; ``cancellation_codes`` are a cancelled DynamoDB
+    transaction's per-item reasons, which say when a transaction was throttled.
+    """
+    if code in THROTTLE_CODES or THROTTLE_CODES.intersection(c for c in cancellation_codes if c):
+        return Throttled(f"{call} was throttled by AWS after retries: {message}")
+    if code == "ResourceLimitExceeded":
+        return CapacityError(f"{call} hit a SageMaker quota or capacity limit: {message}")
+    if code == "ResourceInUse":
+        return Conflict(f"{call}: resource in use: {message}")
+    return UpstreamError(f"{call} failed: {code}: {message}")
 
 
 class TemplateError(Exception):

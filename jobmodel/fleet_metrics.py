@@ -35,6 +35,7 @@ __all__ = [
     "NAMESPACE",
     "QUEUED_STATES",
     "RUNNING_STATES",
+    "cost_metrics",
     "emf_line",
     "transition_metrics",
 ]
@@ -101,13 +102,33 @@ def transition_metrics(
         values["InstancesRunningChange"] = -n
     if new_status in _ENDED:
         values[_ENDED[new_status]] = 1
-        for name, value in (
-            ("SpendUsd", cost_usd),
-            ("SpotSavingsUsd", spot_savings_usd),
-            ("MonthSpendUsd", month_spend_usd),
-        ):
-            if value is not None:
-                values[name] = float(value)
+        values.update(
+            cost_metrics(
+                cost_usd=cost_usd,
+                spot_savings_usd=spot_savings_usd,
+                month_spend_usd=month_spend_usd,
+            )
+        )
+    return values
+
+
+def cost_metrics(
+    *,
+    cost_usd: float | None,
+    spot_savings_usd: float | None = None,
+    month_spend_usd: float | None = None,
+) -> dict[str, float]:
+    """The spend values of a finished job (the known ones). Published with the job's end, or
+    on their own when the cost becomes known after the end (Batch can report a job ended
+    before SageMaker reports its billable time)."""
+    values: dict[str, float] = {}
+    for name, value in (
+        ("SpendUsd", cost_usd),
+        ("SpotSavingsUsd", spot_savings_usd),
+        ("MonthSpendUsd", month_spend_usd),
+    ):
+        if value is not None:
+            values[name] = float(value)
     return values
 
 

@@ -25,7 +25,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["PRICES_FILE", "PriceTable", "cost_usd", "estimate_max_cost_usd", "parse_prices"]
+__all__ = [
+    "PRICES_FILE",
+    "PriceTable",
+    "cost_usd",
+    "estimate_max_cost_usd",
+    "parse_prices",
+    "spot_savings_usd",
+]
 
 PRICES_FILE = Path(__file__).resolve().parent / "prices.json"
 _REGION_RE = re.compile(r"[a-z]{2}(-[a-z]+)+-\d{1,2}")
@@ -116,3 +123,13 @@ def cost_usd(price: float | None, count: int, billable_seconds: int | None) -> f
     if price is None or billable_seconds is None:
         return None
     return round(billable_seconds * count * price / 3600, 4)
+
+
+def spot_savings_usd(
+    price: float | None, count: int, billable_seconds: int | None, training_seconds: int | None
+) -> float | None:
+    """What managed spot saved: the on-demand price of the training time not billed
+    ((training - billable) seconds x instance count x hourly price / 3600); None when unknown."""
+    if price is None or billable_seconds is None or training_seconds is None:
+        return None
+    return round(max(0, training_seconds - billable_seconds) * count * price / 3600, 4)

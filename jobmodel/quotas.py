@@ -15,7 +15,10 @@ Usage lives in one ledger item per team, ``pk = "usage#<team>"``:
 A submit adds its instances and estimate in the same transaction that claims the job, with a
 condition that the limits still hold, so concurrent submits never overshoot. A job that ends
 (or fails to start) subtracts them again, once: its job item gets ``usage_released`` in the
-same transaction. A new month starts with ``committed = reserved`` and ``spend = 0``.
+same transaction, and ``usage_spend_usd``: the cost it added to ``spend`` (0 when the cost was
+not known yet: a job that Batch reported ended before SageMaker reported its billable time).
+Such a cost is added once when it becomes known (:func:`spend_update`). A new month starts
+with ``committed = reserved`` and ``spend = 0``.
 """
 
 from __future__ import annotations
@@ -25,17 +28,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .contract import TERMINAL_STATUSES
 from .errors import QuotaExceeded
+from .pricing import cost_usd
 from .teams import TeamLimits
 
 __all__ = [
     "USAGE",
+    "Settlement",
     "Usage",
     "check_limits",
     "claim_update",
     "month_of",
     "release_update",
     "rollover_update",
+    "settle",
+    "spend_update",
     "usage_item",
 ]
 
@@ -145,6 +153,47 @@ def _limit(
         )
 
 
+@dataclass(frozen=True)
+class Settlement:
+    """What a job's record change means for its cost and its team's usage (:func:`settle`)."""
+
+    changes: dict[str, Any]  # ledger attributes to write with the change
+    cost: float | None = None  # the job's cost, when it is known
+    release: bool = False  # give the team's usage back now (with ``cost``)
+    add_spend: float | None = None  # a cost learned after the release, to add to the spend
+    late_cost: bool = False  # the cost of a job that had already ended became known
+
+
+def settle(before: Mapping[str, Any], after: Mapping[str, Any]) -> Settlement:
+    """The cost and usage side of a ledger job changing from ``before`` to ``after``.
+
+    A terminal job gets ``cost_usd`` once its billable time is known. A team job gives its
+    usage back once, with the first change that makes it terminal, adding its cost to the
+    month's spend if known (``usage_spend_usd`` records what was added; 0: not known yet);
+    a cost that becomes known later is added then, once. Depends only on the two records,
+    so events applied in any order settle the same way.
+    """
+    if after.get("status") not in TERMINAL_STATUSES:
+        return Settlement(changes={})
+    price = after.get("price_usd_per_hour")
+    count = int(after.get("instance_count") or 1)
+    cost = cost_usd(None if price is None else float(price), count, after.get("billable_seconds"))
+    changes: dict[str, Any] = {}
+    late = False
+    if cost is not None and before.get("cost_usd") != cost:
+        changes["cost_usd"] = cost
+        late = before.get("status") in TERMINAL_STATUSES
+    if not before.get("team"):
+        return Settlement(changes=changes, cost=cost, late_cost=late)
+    if not before.get("usage_released"):
+        changes.update(usage_released=True, usage_spend_usd=cost or 0.0)
+        return Settlement(changes=changes, cost=cost, release=True, late_cost=late)
+    if before.get("usage_spend_usd") == 0 and cost:
+        changes["usage_spend_usd"] = cost
+        return Settlement(changes=changes, cost=cost, add_spend=cost, late_cost=True)
+    return Settlement(changes=changes, cost=cost, late_cost=late)
+
+
 # ------------------------------------------------------------------ DynamoDB request shapes
 def usage_item(table: str, team: str, month: str) -> dict[str, Any]:
     """A put that creates the team's usage item if it does not exist yet."""
@@ -225,4 +274,16 @@ def release_update(
             ":delta": _n(spent - reserve),
             ":spent": _n(spent),
         },
+    }
+
+
+def spend_update(table: str, team: str, month: str, *, cost: float) -> dict[str, Any]:
+    """Add a finished job's cost learned after its usage was given back (counted this month)."""
+    return {
+        "TableName": table,
+        "Key": {"pk": {"S": USAGE + team}},
+        "UpdateExpression": "ADD committed :cost, spend :cost",
+        "ConditionExpression": "#m = :m",
+        "ExpressionAttributeNames": {"#m": "month"},
+        "ExpressionAttributeValues": {":m": {"S": month}, ":cost": _n(cost)},
     }

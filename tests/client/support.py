@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -32,18 +31,15 @@ def payload(body: Any) -> StreamingBody:
 
 
 class Stubbed:
-    """A LauncherClient over stubbed lambda and sagemaker clients; records each event sent."""
+    """A LauncherClient over a stubbed lambda client; records each event sent. The client
+    gets no other AWS client: it must learn everything about a job from the launcher."""
 
     def __init__(self) -> None:
         self.lam = aws("lambda")
-        self.sm = aws("sagemaker")
         self.lambda_stub = Stubber(self.lam)
-        self.sm_stub = Stubber(self.sm)
         self.events: list[dict[str, Any]] = []
         self.lam.meta.events.register("before-parameter-build.lambda.Invoke", self._record)
-        self.client = LauncherClient(
-            function_name=FUNCTION, clients={"lambda": self.lam, "sagemaker": self.sm}
-        )
+        self.client = LauncherClient(function_name=FUNCTION, clients={"lambda": self.lam})
 
     def _record(self, params: dict[str, Any], **_: Any) -> None:
         self.events.append(json.loads(params["Payload"]))
@@ -55,45 +51,14 @@ class Stubbed:
         self.lambda_stub.add_response("invoke", reply, {"FunctionName": FUNCTION, "Payload": ANY})
         return self
 
-    def training_job(self, name: str, metrics: dict[str, float], transitions: list[str]) -> None:
-        now = datetime(2026, 11, 22, 1, 53, tzinfo=UTC)
-        self.sm_stub.add_response(
-            "describe_training_job",
-            {
-                "TrainingJobName": name,
-                "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{name}",
-                "ModelArtifacts": {
-                    "S3ModelArtifacts": f"s3://artifacts/{name}/output/model.tar.gz"
-                },
-                "TrainingJobStatus": "Completed",
-                "SecondaryStatus": "Completed",
-                "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
-                "CreationTime": now,
-                "SecondaryStatusTransitions": [
-                    {"Status": s, "StartTime": now} for s in transitions
-                ],
-                "FinalMetricDataList": [
-                    {"MetricName": k, "Value": v, "Timestamp": now} for k, v in metrics.items()
-                ],
-            },
-            {"TrainingJobName": name},
-        )
-
-    def no_training_job_access(self) -> None:
-        self.sm_stub.add_client_error(
-            "describe_training_job",
-            service_error_code="AccessDeniedException",
-            http_status_code=403,
-        )
-
     def __enter__(self) -> Stubbed:
         self.lambda_stub.activate()
-        self.sm_stub.activate()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.lambda_stub.deactivate()
-        self.sm_stub.deactivate()
+        # Only the launcher was called (no SageMaker DescribeTrainingJob around it).
+        assert set(self.client._clients) <= {"lambda"}, sorted(self.client._clients)
 
 
 def job(name: str = "sbx-20261122-0153-a1b2", **fields: Any) -> dict[str, Any]:

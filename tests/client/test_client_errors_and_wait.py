@@ -121,9 +121,10 @@ def test_wait_watches_until_done_and_reports_the_outcome(capsys):
                 billable_seconds=300,
                 training_seconds=1000,
                 spot_savings_percent=70.0,
+                final_metrics={"eval_accuracy": 0.91},
+                spot_interruptions=1,
             )
         )
-        s.training_job(name, {"eval_accuracy": 0.91}, ["Starting", "Training", "Interrupted"])
         code = main(["wait", name, "--poll", "0.001"], client=s.client)
     out = capsys.readouterr().out
     assert code == 0
@@ -143,7 +144,6 @@ def test_wait_watches_until_done_and_reports_the_outcome(capsys):
 def test_wait_exits_3_when_the_job_failed(capsys):
     with Stubbed() as s:
         s.answer(job(status="Failed", secondary_status="Failed", failure_reason="OOM"))
-        s.no_training_job_access()
         code = main(["--json", "wait", "x", "--poll", "0.001"], client=s.client)
     out, err = capsys.readouterr()
     assert code == 3

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from datetime import UTC, datetime, timedelta
 
-from ftl_client.client import Progress, interruptions_of, parse_time
+from ftl_client.client import Progress, parse_time
 from ftl_client.display import (
     ProgressDisplay,
     duration,
@@ -90,12 +90,22 @@ def test_spot_interruptions_count_transitions_into_interrupted():
         ("InProgress", "Training"),
     )
     assert p.interruptions == 2
-    assert (
-        interruptions_of(
-            {"SecondaryStatusTransitions": [{"Status": s} for s in ("Starting", "Interrupted")]}
-        )
-        == 1
-    )
+
+
+def test_the_launchers_count_of_interruptions_wins_over_what_polling_saw():
+    p = progress_of(("InProgress", "Training"))
+    # Polls every few seconds can miss an interruption; SageMaker's transitions do not.
+    p.observe(job(status="Completed", secondary_status="Completed", spot_interruptions=3))
+    assert p.interruptions == 3
+    p.observe(job(status="Completed", secondary_status="Completed"))
+    assert p.interruptions == 3  # never goes down
+
+
+def test_final_metrics_come_from_describe():
+    p = progress_of(("InProgress", "Training"))
+    assert p.final_metrics == {}
+    p.observe(job(status="Completed", final_metrics={"eval_f1": 91.2}))
+    assert p.final_metrics == {"eval_f1": 91.2}
 
 
 def test_progress_line():

@@ -129,8 +129,52 @@ def test_trigger_bundle_carries_handler_job_model_and_catalog():
 def test_the_synthesized_assembly_carries_non_empty_code_and_source_assets():
     # The same lookup `make bench` uses for the asset-size table, on a real assembly.
     app, _stacks = synth()
-    found = assets(Path(app.synth().directory))
+    assembly = Path(app.synth().directory)
+    found = assets(assembly)
     trigger = trigger_asset(found)
     assert trigger["kind"] == "zip" and trigger["files"] > 1 and trigger["zipped"] > 0
     source = next(v for k, v in found.items() if k.endswith("TrainingSource"))
     assert source["kind"] == "file" and source["raw"] > 0
+    _job_events_asset_is_self_contained(_asset_folder(assembly, "JobEvents"))
+
+
+def _asset_folder(assembly: Path, part: str) -> Path:
+    for manifest in assembly.glob("*.assets.json"):
+        for entry in json.loads(manifest.read_text()).get("files", {}).values():
+            name = entry.get("displayName", "")
+            if part in name.split("/") and name.endswith("/Code"):
+                return assembly / entry["source"]["path"]
+    raise LookupError(f"no {part} code asset in {assembly}")
+
+
+def _job_events_asset_is_self_contained(folder: Path) -> None:
+    """The job-events function ships its package, the job model and the trigger's ledger
+    (one DynamoDB codec for both functions), and imports from its asset alone."""
+    for rel in (
+        "handler.py",
+        "ftl_events/parse.py",
+        "ftl_events/apply.py",
+        "ftl_events/publish.py",
+        "ftl_trigger/ledger.py",
+        "ftl_trigger/items.py",
+        "ftl_trigger/usage.py",
+        "jobmodel/training_state.py",
+        "jobmodel/queue_state.py",
+    ):
+        assert (folder / rel).is_file(), rel
+    code = (
+        f"import sys; sys.path.insert(0, {str(folder)!r}); import handler;"
+        "print(handler.RUNTIME.platform)"
+    )
+    env = {
+        **os.environ,
+        "FTL_JOB_TABLE": "t",
+        "FTL_TOPIC_ARN": "arn",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    # -I: neither this repository nor PYTHONPATH on the path, only the asset and site-packages.
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", code], env=env, capture_output=True, text=True, cwd=folder
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ftl"

@@ -128,7 +128,8 @@ def test_submit_wait_ends_with_the_outcome(ftl):
     name = out.splitlines()[0].removeprefix("submitted ")
     assert name.startswith("cli-wait-")
     assert f"Completed: {name}" in out
-    assert "final metrics: train:progress=100" in out  # moto's FinalMetricDataList
+    # moto's FinalMetricDataList, read back into the ledger by the launcher's describe
+    assert "final metrics: train:progress=100" in out
     assert "spot interruptions: 0" in out and "output: s3://" in out
 
 
@@ -142,6 +143,7 @@ def test_wait_reports_billable_time_and_spot_savings(deployed, ftl):
         for f in lam.list_functions()["Functions"]
         if "JobEventsHandler" in f["FunctionName"]
     )
+    transitions = ["Starting", "Training", "Interrupted", "Training", "Completed"]
     detail = {
         "TrainingJobName": name,
         "TrainingJobStatus": "Completed",
@@ -149,6 +151,8 @@ def test_wait_reports_billable_time_and_spot_savings(deployed, ftl):
         "EnableManagedSpotTraining": True,
         "BillableTimeInSeconds": 300,
         "TrainingTimeInSeconds": 1000,
+        "FinalMetricDataList": [{"MetricName": "eval_f1", "Value": 91.5, "Timestamp": 0}],
+        "SecondaryStatusTransitions": [{"Status": s, "StartTime": 0} for s in transitions],
     }
     event = {
         "source": "aws.sagemaker",
@@ -160,9 +164,15 @@ def test_wait_reports_billable_time_and_spot_savings(deployed, ftl):
     out = ok(ftl("wait", name, "--poll", "0.2"))
     assert "billable time: 0:05:00 of 0:16:40 training" in out
     assert "spot savings: 70.0%" in out
+    assert "final metrics: eval_f1=91.5" in out and "spot interruptions: 1" in out
+    # From the ledger (the job-events function stored the event's), not from SageMaker: the
+    # client never calls DescribeTrainingJob.
     result = json.loads(ok(ftl("--json", "wait", name)))
-    assert result["spot_savings_percent"] == 70.0 and result["spot_interruptions"] == 0
-    assert result["final_metrics"] == {"train:progress": 100.0}
+    assert result["spot_savings_percent"] == 70.0 and result["spot_interruptions"] == 1
+    assert result["final_metrics"] == {"eval_f1": 91.5}
+    described = json.loads(ok(ftl("--json", "status", name)))
+    assert described["final_metrics"] == {"eval_f1": 91.5}
+    assert described["spot_interruptions"] == 1
 
 
 def test_logs_prints_the_jobs_streams_in_order(deployed, ftl):

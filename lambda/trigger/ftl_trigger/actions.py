@@ -29,21 +29,13 @@ from jobmodel import (
     NotFound,
     ValidationError,
 )
-from jobmodel.errors import CapacityError, Conflict, Throttled, UpstreamError
+from jobmodel.errors import CapacityError, Conflict, UpstreamError, aws_error
 from jobmodel.names import JOB_INDEX, TEAM_INDEX, timestamp
 from jobmodel.pricing import cost_usd
-from jobmodel.queries import only_fields, validate_job_action, validate_list
+from jobmodel.queries import DESCRIBE_FIELDS, only_fields, validate_job_action, validate_list
+from jobmodel.training_state import from_training_job
 
 LOG = logging.getLogger("ftl.trigger")
-THROTTLE_CODES = frozenset(
-    {
-        "ThrottlingException",
-        "Throttling",
-        "TooManyRequestsException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-    }
-)
 # Added to a CapacityError (direct mode: only CreateTrainingJob raises it).
 QUEUE_HINT = "deploy with ftl:scheduler=queue to queue jobs until capacity frees"
 
@@ -218,12 +210,7 @@ class Launcher(SubmitFlow, QueueFlow):
                 view["secondary_status"] = job.get("secondary_status")
             view["created_at"] = job["created_at"]
             view["requested_by"] = job.get("requested_by")
-            for key in (
-                "failure_reason",
-                "billable_seconds",
-                "training_seconds",
-                "spot_savings_percent",
-            ):
+            for key in DESCRIBE_FIELDS:
                 if job.get(key) is not None:
                     view[key] = job[key]
         self._queue_fields(job, view, detail=detail, position=position)
@@ -266,41 +253,25 @@ class Launcher(SubmitFlow, QueueFlow):
 
 
 def remote_fields(described: Mapping[str, Any]) -> dict[str, Any]:
-    """Ledger fields from a DescribeTrainingJob response (or a state-change event detail)."""
-    fields: dict[str, Any] = {
-        "status": described.get("TrainingJobStatus"),
-        "secondary_status": described.get("SecondaryStatus"),
-    }
-    if described.get("FailureReason"):
-        fields["failure_reason"] = described["FailureReason"]
-    billable = described.get("BillableTimeInSeconds")
-    training = described.get("TrainingTimeInSeconds")
-    if billable is not None:
-        fields["billable_seconds"] = int(billable)
-    if training is not None:
-        fields["training_seconds"] = int(training)
-    if billable is not None and training and described.get("EnableManagedSpotTraining"):
-        fields["spot_savings_percent"] = round((1 - billable / training) * 100, 1)
-    return {k: v for k, v in fields.items() if v is not None}
+    """Ledger fields from a DescribeTrainingJob response, by the job model's one rule
+    (``jobmodel.training_state``, which the job-events function applies to events)."""
+    fields = from_training_job(described)
+    return {k: fields[k] for k in ("status", "secondary_status", *DESCRIBE_FIELDS) if k in fields}
 
 
 def map_aws_error(exc: Exception, call: str) -> JobModelError:
-    """Map an AWS failure to the contract's error types; the message names the call."""
-    if isinstance(exc, ClientError):
-        code = _code(exc)
-        message = exc.response.get("Error", {}).get("Message", "")
-        reasons = {r.get("Code") for r in exc.response.get("CancellationReasons") or []}
-        if code in THROTTLE_CODES or "ThrottlingError" in reasons:
-            return Throttled(f"{call} was throttled by AWS after retries: {message}")
-        if code == "ResourceLimitExceeded":
-            return CapacityError(
-                f"{call} hit a SageMaker quota or capacity limit: {message}; retry later, or "
-                + QUEUE_HINT
-            )
-        if code == "ResourceInUse":
-            return Conflict(f"{call}: resource in use: {message}")
-        return UpstreamError(f"{call} failed: {code}: {message}")
-    return UpstreamError(f"{call} failed: {type(exc).__name__}: {exc}")
+    """Map an AWS failure to the contract's error types (``jobmodel.errors.aws_error``); the
+    message names the call, and a capacity error says how to queue instead."""
+    if not isinstance(exc, ClientError):
+        return UpstreamError(f"{call} failed: {type(exc).__name__}: {exc}")
+    error = exc.response.get("Error", {})
+    reasons = [r.get("Code") for r in exc.response.get("CancellationReasons") or []]
+    mapped = aws_error(
+        call, error.get("Code", ""), error.get("Message", ""), cancellation_codes=reasons
+    )
+    if isinstance(mapped, CapacityError):
+        return CapacityError(f"{mapped.message}; retry later, or {QUEUE_HINT}")
+    return mapped
 
 
 def _ambiguous(exc: Exception) -> bool:

@@ -27,6 +27,7 @@ from botocore.exceptions import (
 )
 
 from jobmodel import JobModelError, NotFound, ValidationError
+from jobmodel.errors import THROTTLE_CODES
 from jobmodel.queue_state import STOP_REASON, from_service_job
 from jobmodel.scheduler import PRIORITY_LIMITS
 
@@ -55,7 +56,6 @@ RETRY_STRATEGY: dict[str, Any] = {
         {"action": "EXIT", "onStatusReason": "*"},
     ],
 }
-_THROTTLE_CODES = {"ThrottlingException", "TooManyRequestsException", "Throttling"}
 # Failures that happen before a request reaches Batch: it cannot have queued anything.
 _NOT_SENT = (ConnectTimeoutError, EndpointConnectionError, NoCredentialsError, ParamValidationError)
 
@@ -241,7 +241,7 @@ def map_error(exc: ClientError, operation: str) -> Exception:
     code = error.get("Code", "")
     message = error.get("Message", "") or code
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    if code in _THROTTLE_CODES or status == 429:
+    if code in THROTTLE_CODES or status == 429:
         return Throttled(f"AWS Batch is throttling {operation}; retry with backoff")
     if code == "ClientException":
         text = message.lower()

@@ -5,6 +5,9 @@ Items:
   its hash, status, price and estimate; ``gsi_pk = "job"`` and ``gsi_sk =
   "<created_at>#<name>"`` list all jobs newest first (index ``by-created``); ``team`` with the
   same ``gsi_sk`` lists one team's jobs (index ``by-team``, teams deployments only).
+  ``revision`` counts the writes to a job after its claim: every update here adds one, so a
+  writer that read the item can write only if nothing changed since
+  (:meth:`Ledger.update_job_if_unchanged`, the job-events function's optimistic concurrency).
 * ``pk = "token#<client_token>"`` (single-team) or ``"token#<team>#<client_token>"``: which
   job a token started and the request's fingerprint. Tokens are scoped per team.
 * ``pk = "usage#<team>"``: the team's usage (``jobmodel.quotas``).
@@ -13,19 +16,44 @@ Items:
 The job, its token and its usage are written in one transaction with conditions, so of any
 number of concurrent duplicates exactly one claims the token, and concurrent submits never
 take a team past its limits.
+
+Failures: a condition that does not hold is this module's own exception or a ``False``
+return, as each method says; any other DynamoDB failure is the contract's error
+(``Throttled`` or ``UpstreamError``, ``jobmodel.errors.aws_error``), naming the operation.
+The job-events function ships this package too (``ftl_constructs/job_events.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
+from ftl_trigger.items import from_item, to_item, update_request
+from jobmodel.errors import THROTTLE_CODES, JobModelError, UpstreamError, aws_error
 from jobmodel.names import JOB_INDEX, TEAM_INDEX
+
+__all__ = [
+    "JOB",
+    "REVISION",
+    "TOKEN",
+    "Ledger",
+    "LimitRace",
+    "MonthTurned",
+    "NameTaken",
+    "TokenTaken",
+    "from_item",
+    "to_item",
+    "token_pk",
+]
 
 JOB = "job#"
 TOKEN = "token#"
+REVISION = "revision"  # the job item's write counter (module docstring)
+_BUMP = {REVISION: 1}
+_CONDITION_CODES = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
 
 
 def token_pk(token: str, team: str | None) -> str:
@@ -48,35 +76,27 @@ class LimitRace(Exception):
     """The team's usage no longer allowed this job when the claim was written."""
 
 
-def _enc(value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"BOOL": value}
-    if isinstance(value, int | float):
-        return {"N": repr(value)}
-    if isinstance(value, str):
-        return {"S": value}
-    raise TypeError(f"cannot store {type(value).__name__}")
+class _Refused(Exception):
+    """A write's condition did not hold (or, in a transaction, lost to a concurrent one)."""
 
+    def __init__(self, operation: str, err: ClientError, reasons: list[str | None]) -> None:
+        super().__init__(operation)
+        self.operation = operation
+        self.err = err
+        self.reasons = reasons
 
-def _dec(attr: Mapping[str, Any]) -> Any:
-    if "S" in attr:
-        return attr["S"]
-    if "BOOL" in attr:
-        return attr["BOOL"]
-    if "N" in attr:
-        number = attr["N"]
-        return float(number) if any(c in number for c in ".eE") else int(number)
-    if "NULL" in attr:
-        return None
-    raise TypeError(f"unexpected attribute {attr!r}")
+    def failed(self, index: int) -> bool:
+        """Whether item ``index`` of the transaction failed its condition."""
+        return len(self.reasons) > index and self.reasons[index] == "ConditionalCheckFailed"
 
-
-def to_item(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _enc(v) for k, v in values.items() if v is not None}
-
-
-def from_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _dec(v) for k, v in item.items()}
+    def as_error(self) -> JobModelError:
+        error = self.err.response.get("Error", {})
+        return aws_error(
+            f"DynamoDB {self.operation}",
+            error.get("Code", ""),
+            error.get("Message", ""),
+            cancellation_codes=self.reasons,
+        )
 
 
 class Ledger:
@@ -84,6 +104,7 @@ class Ledger:
         self.client = client
         self.table = table
 
+    # ----------------------------------------------------------------- reads
     def get_job(self, name: str) -> dict[str, Any] | None:
         return self._get(JOB + name)
 
@@ -93,22 +114,28 @@ class Ledger:
     def get_usage(self, team: str) -> dict[str, Any] | None:
         return self._get("usage#" + team)
 
+    def _get(self, pk: str) -> dict[str, Any] | None:
+        with _mapped("GetItem"):
+            item = self.client.get_item(
+                TableName=self.table, Key={"pk": {"S": pk}}, ConsistentRead=True
+            ).get("Item")
+        return from_item(item) if item else None
+
+    # ----------------------------------------------------- conditional writes
     def put_if_absent(self, put: Mapping[str, Any]) -> bool:
         try:
-            self.client.put_item(**put)
-        except ClientError as err:
-            if _code(err) == "ConditionalCheckFailedException":
-                return False
-            raise
+            with _mapped("PutItem"):
+                self.client.put_item(**put)
+        except _Refused:
+            return False
         return True
 
     def update_if(self, update: Mapping[str, Any]) -> bool:
         try:
-            self.client.update_item(**update)
-        except ClientError as err:
-            if _code(err) == "ConditionalCheckFailedException":
-                return False
-            raise
+            with _mapped("UpdateItem"):
+                self.client.update_item(**update)
+        except _Refused:
+            return False
         return True
 
     def paging_key(self, fresh: str) -> bytes:
@@ -122,12 +149,7 @@ class Ledger:
             return bytes.fromhex(fresh)
         return bytes.fromhex(self._get("secret#paging")["key"])
 
-    def _get(self, pk: str) -> dict[str, Any] | None:
-        item = self.client.get_item(
-            TableName=self.table, Key={"pk": {"S": pk}}, ConsistentRead=True
-        ).get("Item")
-        return from_item(item) if item else None
-
+    # ----------------------------------------------------------------- claim
     def claim(
         self,
         job: Mapping[str, Any],
@@ -136,83 +158,101 @@ class Ledger:
     ) -> None:
         """Write the job (and its token) only if neither exists yet, and add the job to its
         team's usage (``usage``: a ``jobmodel.quotas.claim_update``) only if the limits hold."""
+        values = {"pk": JOB + job["job_name"], "gsi_pk": "job"}
+        values["gsi_sk"] = f"{job['created_at']}#{job['job_name']}"
         job_put = {
-            "Put": {
-                "TableName": self.table,
-                "Item": to_item(
-                    {
-                        "pk": JOB + job["job_name"],
-                        "gsi_pk": "job",
-                        "gsi_sk": f"{job['created_at']}#{job['job_name']}",
-                        **job,
-                    }
-                ),
-                "ConditionExpression": "attribute_not_exists(pk)",
-            }
+            "TableName": self.table,
+            "Item": to_item({**values, **job}),
+            "ConditionExpression": "attribute_not_exists(pk)",
         }
         if token is None and usage is None:
             try:
-                self.client.put_item(**job_put["Put"])
-            except ClientError as err:
-                if _code(err) == "ConditionalCheckFailedException":
-                    raise NameTaken(job["job_name"]) from None
-                raise
+                with _mapped("PutItem"):
+                    self.client.put_item(**job_put)
+            except _Refused:
+                raise NameTaken(job["job_name"]) from None
             return
         items: list[dict[str, Any]] = []
         kinds: list[type[Exception]] = []
         if token is not None:
             pk = token_pk(token["client_token"], job.get("team"))
+            item = to_item({"pk": pk, **token})
+            condition = "attribute_not_exists(pk)"
             items.append(
-                {
-                    "Put": {
-                        "TableName": self.table,
-                        "Item": to_item({"pk": pk, **token}),
-                        "ConditionExpression": "attribute_not_exists(pk)",
-                    }
-                }
+                {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": condition}}
             )
             kinds.append(TokenTaken)
-        items.append(job_put)
+        items.append({"Put": job_put})
         kinds.append(NameTaken)
         if usage is not None:
             items.append({"Update": dict(usage)})
             kinds.append(LimitRace)
         try:
-            self.client.transact_write_items(TransactItems=items)
-        except ClientError as err:
-            if _code(err) != "TransactionCanceledException":
-                raise
-            reasons = [r.get("Code") for r in err.response.get("CancellationReasons", [])]
-            for kind, reason in zip(kinds, reasons, strict=False):
-                if reason == "ConditionalCheckFailed":
+            self._transact(items)
+        except _Refused as refused:
+            for index, kind in enumerate(kinds):
+                if refused.failed(index):
                     raise kind(job["job_name"]) from None
-            raise
+            raise refused.as_error() from None
 
+    # ------------------------------------------------------------ job updates
     def update_job(
         self, name: str, values: Mapping[str, Any], *, expect_status: str | None = None
     ) -> bool:
         """Set attributes on an existing job; False if the expected status no longer holds."""
-        names = {f"#a{i}": k for i, k in enumerate(values)}
-        vals = {f":v{i}": _enc(v) for i, v in enumerate(values.values())}
-        sets = ", ".join(f"#a{i} = :v{i}" for i in range(len(values)))
-        condition = "attribute_exists(pk)"
+        condition, names, expected = "attribute_exists(pk)", {}, {}
         if expect_status is not None:
-            names["#status"] = "status"
-            vals[":expected"] = {"S": expect_status}
             condition += " AND #status = :expected"
+            names, expected = {"#status": "status"}, {":expected": expect_status}
+        update = update_request(
+            self.table,
+            JOB + name,
+            values,
+            add=_BUMP,
+            condition=condition,
+            names=names,
+            condition_values=expected,
+        )
+        return self.update_if(update)
+
+    def update_job_if_unchanged(
+        self,
+        name: str,
+        values: Mapping[str, Any],
+        *,
+        revision: int | None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Write ``values`` (``None`` removes an attribute) only if the job's ``revision`` is
+        still the one read (``None``: the job has never been updated), and with ``usage`` (a
+        usage-item update, e.g. ``jobmodel.quotas.release_update``) in the same transaction.
+
+        False when another write came first (read the job again and retry); ``MonthTurned``
+        when ``usage`` expected a month its item has left.
+        """
+        if revision is None:
+            condition, current = "attribute_exists(pk) AND attribute_not_exists(#rev)", {}
+        else:
+            condition, current = "attribute_exists(pk) AND #rev = :rev", {":rev": revision}
+        update = update_request(
+            self.table,
+            JOB + name,
+            values,
+            add=_BUMP,
+            condition=condition,
+            names={"#rev": REVISION},
+            condition_values=current,
+        )
         try:
-            self.client.update_item(
-                TableName=self.table,
-                Key={"pk": {"S": JOB + name}},
-                UpdateExpression=f"SET {sets}",
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=vals,
-            )
-        except ClientError as err:
-            if _code(err) == "ConditionalCheckFailedException":
-                return False
-            raise
+            if usage is None:
+                with _mapped("UpdateItem"):
+                    self.client.update_item(**update)
+            else:
+                self._transact([{"Update": update}, {"Update": dict(usage)}])
+        except _Refused as refused:
+            if usage is not None and refused.failed(1) and not refused.failed(0):
+                raise MonthTurned(name) from None
+            return False
         return True
 
     def fail_job(
@@ -228,66 +268,42 @@ class Ledger:
         the job's usage back (``release``: a ``jobmodel.quotas.release_update``)."""
         if release is not None:
             values = {**values, "usage_released": True}
-        names = {f"#a{i}": k for i, k in enumerate(values)}
-        vals = {f":v{i}": _enc(v) for i, v in enumerate(values.values())}
-        update = {
-            "Update": {
-                "TableName": self.table,
-                "Key": {"pk": {"S": JOB + name}},
-                "UpdateExpression": "SET "
-                + ", ".join(f"#a{i} = :v{i}" for i in range(len(values))),
-                "ExpressionAttributeNames": names,
-                "ExpressionAttributeValues": vals,
-            }
-        }
-        items = [update]
+        items = [{"Update": update_request(self.table, JOB + name, values, add=_BUMP)}]
         if token is not None:
-            items.append(
-                {
-                    "Delete": {
-                        "TableName": self.table,
-                        "Key": {"pk": {"S": token_pk(token, team)}},
-                        "ConditionExpression": "job_name = :job",
-                        "ExpressionAttributeValues": {":job": {"S": name}},
-                    }
-                }
-            )
+            delete = {
+                "TableName": self.table,
+                "Key": {"pk": {"S": token_pk(token, team)}},
+                "ConditionExpression": "job_name = :job",
+                "ExpressionAttributeValues": {":job": {"S": name}},
+            }
+            items.append({"Delete": delete})
         if release is not None:
             items.append({"Update": dict(release)})
         try:
-            self.client.transact_write_items(TransactItems=items)
-        except ClientError as err:
-            reasons = [r.get("Code") for r in err.response.get("CancellationReasons", [])]
-            if release is not None and reasons and reasons[-1] == "ConditionalCheckFailed":
+            self._transact(items)
+        except _Refused as refused:
+            if release is not None and refused.failed(len(items) - 1):
                 raise MonthTurned(name) from None
-            raise
+            raise refused.as_error() from None
 
     def finish_job(self, name: str, values: Mapping[str, Any], release: Mapping[str, Any]) -> bool:
         """Record a job's end and give its usage back, once; False if already given back."""
-        values = {**values, "usage_released": True}
-        names = {f"#a{i}": k for i, k in enumerate(values)}
-        vals = {f":v{i}": _enc(v) for i, v in enumerate(values.values())}
-        update = {
-            "TableName": self.table,
-            "Key": {"pk": {"S": JOB + name}},
-            "UpdateExpression": "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(values))),
-            "ConditionExpression": "attribute_exists(pk) AND attribute_not_exists(#released)",
-            "ExpressionAttributeNames": {**names, "#released": "usage_released"},
-            "ExpressionAttributeValues": vals,
-        }
+        update = update_request(
+            self.table,
+            JOB + name,
+            {**values, "usage_released": True},
+            add=_BUMP,
+            condition="attribute_exists(pk) AND attribute_not_exists(#released)",
+            names={"#released": "usage_released"},
+        )
         try:
-            self.client.transact_write_items(
-                TransactItems=[{"Update": update}, {"Update": dict(release)}]
-            )
-        except ClientError as err:
-            if _code(err) != "TransactionCanceledException":
-                raise
-            reasons = [r.get("Code") for r in err.response.get("CancellationReasons", [])]
-            if reasons and reasons[0] == "ConditionalCheckFailed":
+            self._transact([{"Update": update}, {"Update": dict(release)}])
+        except _Refused as refused:
+            if refused.failed(0):
                 return False
-            if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+            if refused.failed(1):
                 raise MonthTurned(name) from None
-            raise
+            raise refused.as_error() from None
         return True
 
     def write_job(
@@ -300,52 +316,46 @@ class Ledger:
     ) -> bool:
         """Apply ``changes`` to job ``name`` (``None`` removes the attribute) only if every
         ``expect``ed attribute still has that value (``None``: absent); with ``release`` (a
-        ``jobmodel.quotas.release_update``) also give the job's usage back, once. False when
-        the job changed meanwhile or its usage was already given back (read it and decide
-        again); ``MonthTurned`` when the usage item has left the month."""
-        sets = {k: v for k, v in changes.items() if v is not None}
+        ``jobmodel.quotas.release_update``) also give the job's usage back, once. Adds one to
+        the job's ``revision`` like every job write. False when the job changed meanwhile or
+        its usage was already given back (read it and decide again); ``MonthTurned`` when the
+        usage item has left the month."""
+        sets = dict(changes)
         if release is not None:
             sets["usage_released"] = True
-        removes = [k for k, v in changes.items() if v is None]
-        alias = {k: f"#n{i}" for i, k in enumerate({*sets, *removes, *expect})}
-        values = {f":s{i}": _enc(v) for i, v in enumerate(sets.values())}
-        clauses = ["SET " + ", ".join(f"{alias[k]} = :s{i}" for i, k in enumerate(sets))]
-        if removes:
-            clauses.append("REMOVE " + ", ".join(alias[k] for k in removes))
-        conditions = ["attribute_exists(pk)"]
+        names, values, conditions = {}, {}, ["attribute_exists(pk)"]
         for i, (key, value) in enumerate(expect.items()):
+            names[f"#e{i}"] = key
             if value is None:
-                conditions.append(f"attribute_not_exists({alias[key]})")
+                conditions.append(f"attribute_not_exists(#e{i})")
             else:
-                values[f":e{i}"] = _enc(value)
-                conditions.append(f"{alias[key]} = :e{i}")
+                values[f":e{i}"] = value
+                conditions.append(f"#e{i} = :e{i}")
         if release is not None:
-            conditions.append(f"attribute_not_exists({alias['usage_released']})")
-        update = {
-            "TableName": self.table,
-            "Key": {"pk": {"S": JOB + name}},
-            "UpdateExpression": " ".join(clauses),
-            "ConditionExpression": " AND ".join(conditions),
-            "ExpressionAttributeNames": {v: k for k, v in alias.items()},
-            "ExpressionAttributeValues": values,
-        }
+            names["#released"] = "usage_released"
+            conditions.append("attribute_not_exists(#released)")
+        update = update_request(
+            self.table,
+            JOB + name,
+            sets,
+            add=_BUMP,
+            condition=" AND ".join(conditions),
+            names=names,
+            condition_values=values,
+        )
         try:
             if release is None:
-                self.client.update_item(**update)
+                with _mapped("UpdateItem"):
+                    self.client.update_item(**update)
             else:
-                items = [{"Update": update}, {"Update": dict(release)}]
-                self.client.transact_write_items(TransactItems=items)
-        except ClientError as err:
-            reasons = [r.get("Code") for r in err.response.get("CancellationReasons", [])]
-            if _code(err) == "ConditionalCheckFailedException" or reasons[:1] == [
-                "ConditionalCheckFailed"
-            ]:
-                return False
-            if reasons[1:2] == ["ConditionalCheckFailed"]:
+                self._transact([{"Update": update}, {"Update": dict(release)}])
+        except _Refused as refused:
+            if release is not None and refused.failed(1) and not refused.failed(0):
                 raise MonthTurned(name) from None
-            raise
+            return False
         return True
 
+    # ------------------------------------------------------------------ list
     def list_jobs(
         self,
         *,
@@ -386,10 +396,35 @@ class Ledger:
             kwargs["ExpressionAttributeNames"] = names
         if start:
             kwargs["ExclusiveStartKey"] = start
-        page = self.client.query(**kwargs)
+        with _mapped("Query"):
+            page = self.client.query(**kwargs)
         items = [from_item(i) for i in page.get("Items", [])]
         return items, page.get("LastEvaluatedKey")
 
+    def _transact(self, items: list[dict[str, Any]]) -> None:
+        with _mapped("TransactWriteItems"):
+            self.client.transact_write_items(TransactItems=items)
 
-def _code(err: ClientError) -> str:
-    return err.response.get("Error", {}).get("Code", "")
+
+@contextmanager
+def _mapped(operation: str) -> Iterator[None]:
+    """Around one DynamoDB call: ``_Refused`` when a condition did not hold, else the
+    contract's error for any failure."""
+    try:
+        yield
+    except ClientError as err:
+        error = err.response.get("Error", {})
+        code = error.get("Code", "")
+        reasons = [r.get("Code") for r in err.response.get("CancellationReasons") or []]
+        given = {r for r in reasons if r}
+        if code == "ConditionalCheckFailedException" or (
+            code == "TransactionCanceledException"
+            and not THROTTLE_CODES & given
+            and _CONDITION_CODES & given
+        ):
+            raise _Refused(operation, err, reasons) from None
+        raise aws_error(
+            f"DynamoDB {operation}", code, error.get("Message", ""), cancellation_codes=reasons
+        ) from None
+    except BotoCoreError as err:
+        raise UpstreamError(f"DynamoDB {operation} failed: {type(err).__name__}: {err}") from None

@@ -19,7 +19,7 @@ from typing import Any
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
 from ftl_trigger.identity import Caller
-from ftl_trigger.ledger import MonthTurned
+from ftl_trigger.ledger import REVISION, MonthTurned
 from jobmodel import TERMINAL_STATUSES, JobModelError, NotFound, UpstreamError
 from jobmodel.names import timestamp
 from jobmodel.pricing import cost_usd
@@ -234,7 +234,9 @@ class QueueFlow:
                     changes["cost_usd"] = cost
                 if job.get("team") is not None and not job.get("usage_released"):
                     release = self._ledger_call(self.usage.release_update, job, cost)
-            expect = {k: job.get(k) for k in ("status", "status_source", "status_observed_ms")}
+            expect = {
+                k: job.get(k) for k in ("status", "status_source", "status_observed_ms", REVISION)
+            }
             try:
                 written = self._ledger_call(
                     self.ledger.write_job, name, changes, expect=expect, release=release

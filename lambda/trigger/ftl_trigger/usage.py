@@ -40,16 +40,33 @@ class TeamUsage:
         return Q.Usage.from_item(self.ledger.get_usage(team), self.month())
 
     def release_update(self, job: Mapping[str, Any], cost: float | None) -> dict[str, Any]:
-        """The usage half of a job's end, for this month (starting the month if needed)."""
-        self.current(job["team"])
+        """The usage half of a job's end, for this month (starting the month if needed; a job
+        with a team always has its usage item, written by its claim)."""
         return Q.release_update(
             self.ledger.table,
             job["team"],
-            self.month(),
+            self.roll(job["team"]),
             count=int(job["instance_count"]),
             estimate=job.get("estimated_max_cost_usd"),
             cost=cost,
         )
+
+    def spend_update(self, team: str, cost: float) -> dict[str, Any]:
+        """Add a cost learned after the job's usage was given back, this month."""
+        return Q.spend_update(self.ledger.table, team, self.roll(team), cost=cost)
+
+    def roll(self, team: str) -> str:
+        """This month, started on the team's usage item if it still holds an older one (an
+        item that does not exist is not created)."""
+        month = self.month()
+        item = self.ledger.get_usage(team)
+        if item is not None and item.get("month") != month:
+            self.ledger.update_if(Q.rollover_update(self.ledger.table, team, item["month"], month))
+        return month
+
+    def month_spend(self, team: str) -> float:
+        """The team's spend of jobs that ended this month, as the ledger holds it now."""
+        return Q.Usage.from_item(self.ledger.get_usage(team), self.month()).spend
 
     def finish(self, job: Mapping[str, Any], changes: dict[str, Any]) -> bool:
         """Record a terminal status (``changes``) and give the job's usage back, once.
@@ -68,10 +85,13 @@ class TeamUsage:
             return False
         if changes.get("status") not in TERMINAL_STATUSES:
             return False
+        # usage_spend_usd: what this release adds to the month's spend (0 = cost not known
+        # yet; the job-events function adds it once it is, jobmodel.quotas).
+        values = {**changes, "usage_spend_usd": cost or 0.0}
         for _ in range(3):  # the month can turn between reading and writing
             try:
                 return self.ledger.finish_job(
-                    job["job_name"], changes, self.release_update(job, cost)
+                    job["job_name"], values, self.release_update(job, cost)
                 )
             except MonthTurned:
                 continue

@@ -1,4 +1,4 @@
-"""A moto server on localhost for the launcher's runtime tests, and a fresh launcher per test."""
+"""A fresh launcher per test, against the moto server of ``tests/unit/conftest.py``."""
 
 from __future__ import annotations
 
@@ -7,16 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from sandbox.server import Sandbox
 from tests.lambda_support import ROOT, client, create_ledger_table, load_handler, trigger_env
 
 TRIGGER_DIR = ROOT / "lambda" / "trigger"
-
-
-@pytest.fixture(scope="session")
-def moto_endpoint() -> Iterator[str]:
-    with Sandbox() as sandbox:
-        yield sandbox.endpoint
 
 
 class Launcher:
@@ -57,12 +50,6 @@ def launcher(moto_endpoint, monkeypatch, tmp_path) -> Launcher:
         TRIGGER_DIR, monkeypatch, trigger_env(moto_endpoint, tmp_path, table=table)
     )
     return Launcher(module, moto_endpoint, table)
-
-
-@pytest.fixture
-def prefix() -> str:
-    """A job-name prefix unique to the test, so jobs in the shared moto server don't mix."""
-    return f"t{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture(scope="session")

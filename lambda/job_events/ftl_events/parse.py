@@ -1,0 +1,91 @@
+"""EventBridge events -> what one of them says about one ledger job, or ``Malformed``.
+
+Two sources (docs/API.md, "Job events"):
+
+* ``aws.sagemaker`` / ``SageMaker Training Job State Change``: the detail is the training
+  job's description; ``jobmodel.training_state`` maps it. A training job that AWS Batch
+  created is named ``AWSBatch<job name><32 hex>``; it maps to the ledger job ``<job name>``.
+* ``aws.batch`` / ``Batch Service Job State Change``: the detail is the service job's
+  description (DescribeServiceJob without tags and payload); ``jobmodel.queue_state`` maps
+  it. Its ``jobName`` is the ledger's job name (the trigger submits with it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jobmodel import queue_state, training_state
+from jobmodel._rules import JOB_NAME_RE
+
+SAGEMAKER = ("aws.sagemaker", training_state.EVENT_DETAIL_TYPE)
+BATCH = ("aws.batch", queue_state.EVENT_DETAIL_TYPE)
+_TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
+
+
+class Malformed(ValueError):
+    """The event is not a well-formed state change from one of the two sources."""
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One event in ledger terms: the job it is about and the fields it reports."""
+
+    job_name: str
+    update: dict[str, Any]
+    event_id: str | None = None
+
+    @property
+    def source(self) -> str:
+        return str(self.update["status_source"])
+
+
+def parse(event: Any) -> Observation:
+    """The observation a well-formed event carries; ``Malformed`` (naming why) otherwise."""
+    if not isinstance(event, dict):
+        raise Malformed("the event is not an object")
+    kind = (event.get("source"), event.get("detail-type"))
+    if kind not in (SAGEMAKER, BATCH):
+        raise Malformed(
+            f"not a {SAGEMAKER[1]!r} ({SAGEMAKER[0]}) or {BATCH[1]!r} ({BATCH[0]}) event"
+        )
+    detail = event.get("detail")
+    if not isinstance(detail, dict):
+        raise Malformed("no detail object")
+    when = event.get("time")
+    if when is not None and (not isinstance(when, str) or not _TIME_RE.fullmatch(when)):
+        raise Malformed("time is not an ISO 8601 UTC timestamp")
+    event_id = event.get("id") if isinstance(event.get("id"), str) else None
+    try:
+        if kind == SAGEMAKER:
+            return _sagemaker(detail, _ms(when), event_id)
+        return _batch(detail, event_id)
+    except ValueError as err:
+        raise Malformed(str(err)) from None
+
+
+def _sagemaker(detail: dict[str, Any], when_ms: int | None, event_id: str | None) -> Observation:
+    update = training_state.from_training_job(detail, fallback_ms=when_ms)
+    name = update["training_job_name"]
+    job_name = queue_state.ledger_job_name(name)
+    if job_name != name and update["status"] == "Failed":
+        # Batch may retry a failed attempt with a new training job: Batch's own FAILED ends
+        # the job, SageMaker's Failed of one attempt does not (docs/API.md, "Job events").
+        update["status"] = "InProgress"
+    return Observation(job_name=job_name, update=update, event_id=event_id)
+
+
+def _batch(detail: dict[str, Any], event_id: str | None) -> Observation:
+    name = detail.get("jobName")
+    if not isinstance(name, str) or not JOB_NAME_RE.fullmatch(name):
+        raise ValueError("jobName is not a job name of this platform")
+    update = queue_state.from_service_job(detail).fields()
+    return Observation(job_name=name, update=update, event_id=event_id)
+
+
+def _ms(when: str | None) -> int | None:
+    if when is None:
+        return None
+    return int(datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp() * 1000)
