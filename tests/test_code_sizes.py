@@ -19,10 +19,7 @@ MAX_FUNCTION_LINES = 80
 MARKER = "# size:"
 
 # Functions that other work in flight is splitting; remove an entry when its split lands.
-IN_FLIGHT = {
-    "ftl_constructs/launcher.py::JobLauncher.__init__",
-    "ftl_constructs/job_events.py::JobEvents.__init__",
-}
+IN_FLIGHT: set[str] = set()
 
 
 def python_files(parts: list[str]) -> Iterator[Path]:

@@ -25,14 +25,18 @@ The job-events function ships this package too (``ftl_constructs/job_events.py``
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from ftl_trigger.items import from_item, to_item, update_request
-from jobmodel.errors import THROTTLE_CODES, JobModelError, UpstreamError, aws_error
+from ftl_trigger.ledger_calls import (
+    LimitRace,
+    MonthTurned,
+    NameTaken,
+    Refused,
+    TokenTaken,
+    dynamodb_call,
+)
 from jobmodel.names import JOB_INDEX, TEAM_INDEX
 
 __all__ = [
@@ -53,50 +57,10 @@ JOB = "job#"
 TOKEN = "token#"
 REVISION = "revision"  # the job item's write counter (module docstring)
 _BUMP = {REVISION: 1}
-_CONDITION_CODES = frozenset({"ConditionalCheckFailed", "TransactionConflict"})
 
 
 def token_pk(token: str, team: str | None) -> str:
     return TOKEN + (token if team is None else f"{team}#{token}")
-
-
-class TokenTaken(Exception):
-    """Another request already claimed this client token."""
-
-
-class NameTaken(Exception):
-    """The generated job name is already in the ledger."""
-
-
-class MonthTurned(Exception):
-    """A usage update expected a month the usage item has already left."""
-
-
-class LimitRace(Exception):
-    """The team's usage no longer allowed this job when the claim was written."""
-
-
-class _Refused(Exception):
-    """A write's condition did not hold (or, in a transaction, lost to a concurrent one)."""
-
-    def __init__(self, operation: str, err: ClientError, reasons: list[str | None]) -> None:
-        super().__init__(operation)
-        self.operation = operation
-        self.err = err
-        self.reasons = reasons
-
-    def failed(self, index: int) -> bool:
-        """Whether item ``index`` of the transaction failed its condition."""
-        return len(self.reasons) > index and self.reasons[index] == "ConditionalCheckFailed"
-
-    def as_error(self) -> JobModelError:
-        error = self.err.response.get("Error", {})
-        return aws_error(
-            f"DynamoDB {self.operation}",
-            error.get("Code", ""),
-            error.get("Message", ""),
-            cancellation_codes=self.reasons,
-        )
 
 
 class Ledger:
@@ -115,7 +79,7 @@ class Ledger:
         return self._get("usage#" + team)
 
     def _get(self, pk: str) -> dict[str, Any] | None:
-        with _mapped("GetItem"):
+        with dynamodb_call("GetItem"):
             item = self.client.get_item(
                 TableName=self.table, Key={"pk": {"S": pk}}, ConsistentRead=True
             ).get("Item")
@@ -124,17 +88,17 @@ class Ledger:
     # ----------------------------------------------------- conditional writes
     def put_if_absent(self, put: Mapping[str, Any]) -> bool:
         try:
-            with _mapped("PutItem"):
+            with dynamodb_call("PutItem"):
                 self.client.put_item(**put)
-        except _Refused:
+        except Refused:
             return False
         return True
 
     def update_if(self, update: Mapping[str, Any]) -> bool:
         try:
-            with _mapped("UpdateItem"):
+            with dynamodb_call("UpdateItem"):
                 self.client.update_item(**update)
-        except _Refused:
+        except Refused:
             return False
         return True
 
@@ -167,9 +131,9 @@ class Ledger:
         }
         if token is None and usage is None:
             try:
-                with _mapped("PutItem"):
+                with dynamodb_call("PutItem"):
                     self.client.put_item(**job_put)
-            except _Refused:
+            except Refused:
                 raise NameTaken(job["job_name"]) from None
             return
         items: list[dict[str, Any]] = []
@@ -189,7 +153,7 @@ class Ledger:
             kinds.append(LimitRace)
         try:
             self._transact(items)
-        except _Refused as refused:
+        except Refused as refused:
             for index, kind in enumerate(kinds):
                 if refused.failed(index):
                     raise kind(job["job_name"]) from None
@@ -245,11 +209,11 @@ class Ledger:
         )
         try:
             if usage is None:
-                with _mapped("UpdateItem"):
+                with dynamodb_call("UpdateItem"):
                     self.client.update_item(**update)
             else:
                 self._transact([{"Update": update}, {"Update": dict(usage)}])
-        except _Refused as refused:
+        except Refused as refused:
             if usage is not None and refused.failed(1) and not refused.failed(0):
                 raise MonthTurned(name) from None
             return False
@@ -281,7 +245,7 @@ class Ledger:
             items.append({"Update": dict(release)})
         try:
             self._transact(items)
-        except _Refused as refused:
+        except Refused as refused:
             if release is not None and refused.failed(len(items) - 1):
                 raise MonthTurned(name) from None
             raise refused.as_error() from None
@@ -298,7 +262,7 @@ class Ledger:
         )
         try:
             self._transact([{"Update": update}, {"Update": dict(release)}])
-        except _Refused as refused:
+        except Refused as refused:
             if refused.failed(0):
                 return False
             if refused.failed(1):
@@ -345,11 +309,11 @@ class Ledger:
         )
         try:
             if release is None:
-                with _mapped("UpdateItem"):
+                with dynamodb_call("UpdateItem"):
                     self.client.update_item(**update)
             else:
                 self._transact([{"Update": update}, {"Update": dict(release)}])
-        except _Refused as refused:
+        except Refused as refused:
             if release is not None and refused.failed(1) and not refused.failed(0):
                 raise MonthTurned(name) from None
             return False
@@ -396,35 +360,11 @@ class Ledger:
             kwargs["ExpressionAttributeNames"] = names
         if start:
             kwargs["ExclusiveStartKey"] = start
-        with _mapped("Query"):
+        with dynamodb_call("Query"):
             page = self.client.query(**kwargs)
         items = [from_item(i) for i in page.get("Items", [])]
         return items, page.get("LastEvaluatedKey")
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
-        with _mapped("TransactWriteItems"):
+        with dynamodb_call("TransactWriteItems"):
             self.client.transact_write_items(TransactItems=items)
-
-
-@contextmanager
-def _mapped(operation: str) -> Iterator[None]:
-    """Around one DynamoDB call: ``_Refused`` when a condition did not hold, else the
-    contract's error for any failure."""
-    try:
-        yield
-    except ClientError as err:
-        error = err.response.get("Error", {})
-        code = error.get("Code", "")
-        reasons = [r.get("Code") for r in err.response.get("CancellationReasons") or []]
-        given = {r for r in reasons if r}
-        if code == "ConditionalCheckFailedException" or (
-            code == "TransactionCanceledException"
-            and not THROTTLE_CODES & given
-            and _CONDITION_CODES & given
-        ):
-            raise _Refused(operation, err, reasons) from None
-        raise aws_error(
-            f"DynamoDB {operation}", code, error.get("Message", ""), cancellation_codes=reasons
-        ) from None
-    except BotoCoreError as err:
-        raise UpstreamError(f"DynamoDB {operation} failed: {type(err).__name__}: {err}") from None
