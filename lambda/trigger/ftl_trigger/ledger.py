@@ -207,17 +207,7 @@ class Ledger:
             names={"#rev": REVISION},
             condition_values=current,
         )
-        try:
-            if usage is None:
-                with dynamodb_call("UpdateItem"):
-                    self.client.update_item(**update)
-            else:
-                self._transact([{"Update": update}, {"Update": dict(usage)}])
-        except Refused as refused:
-            if usage is not None and refused.failed(1) and not refused.failed(0):
-                raise MonthTurned(name) from None
-            return False
-        return True
+        return self._update_with(name, update, usage)
 
     def fail_job(
         self,
@@ -307,17 +297,7 @@ class Ledger:
             names=names,
             condition_values=values,
         )
-        try:
-            if release is None:
-                with dynamodb_call("UpdateItem"):
-                    self.client.update_item(**update)
-            else:
-                self._transact([{"Update": update}, {"Update": dict(release)}])
-        except Refused as refused:
-            if release is not None and refused.failed(1) and not refused.failed(0):
-                raise MonthTurned(name) from None
-            return False
-        return True
+        return self._update_with(name, update, release)
 
     # ------------------------------------------------------------------ list
     def list_jobs(
@@ -364,6 +344,23 @@ class Ledger:
             page = self.client.query(**kwargs)
         items = [from_item(i) for i in page.get("Items", [])]
         return items, page.get("LastEvaluatedKey")
+
+    def _update_with(
+        self, name: str, update: Mapping[str, Any], usage: Mapping[str, Any] | None
+    ) -> bool:
+        """One conditional job update, alone or in a transaction with a usage-item update.
+        False when the job's condition failed; ``MonthTurned`` when only the usage's did."""
+        try:
+            if usage is None:
+                with dynamodb_call("UpdateItem"):
+                    self.client.update_item(**update)
+            else:
+                self._transact([{"Update": dict(update)}, {"Update": dict(usage)}])
+        except Refused as refused:
+            if usage is not None and refused.failed(1) and not refused.failed(0):
+                raise MonthTurned(name) from None
+            return False
+        return True
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
         with dynamodb_call("TransactWriteItems"):
