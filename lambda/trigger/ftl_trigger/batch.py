@@ -28,6 +28,7 @@ from botocore.exceptions import (
 
 from jobmodel import JobModelError, NotFound, ValidationError
 from jobmodel.errors import THROTTLE_CODES
+from jobmodel.names import JOB_NAME_TAG_KEY
 from jobmodel.queue_state import STOP_REASON, from_service_job
 from jobmodel.scheduler import PRIORITY_LIMITS
 
@@ -88,7 +89,7 @@ def service_job_request(
     low, high = PRIORITY_RANGE
     if not low <= priority <= high:
         raise ValidationError("priority", f"priority must be from {low} to {high}")
-    payload = json.dumps(rendered, separators=(",", ":"), sort_keys=True)
+    payload = json.dumps(batch_payload(rendered, job_name), separators=(",", ":"), sort_keys=True)
     size = len(payload.encode("utf-8"))
     if size > MAX_PAYLOAD_BYTES:
         raise ValidationError(
@@ -114,6 +115,13 @@ def service_job_request(
     if tags:
         request["tags"] = dict(list(tags.items())[:50])
     return request
+
+
+def batch_payload(rendered: Mapping[str, Any], job_name: str) -> dict[str, Any]:
+    """The CreateTrainingJob request Batch gets: the rendered one with the ``ftl:job-name``
+    tag, so the training job Batch creates (and renames) leads back to its ledger job."""
+    tags = [t for t in rendered.get("Tags", []) if t.get("Key") != JOB_NAME_TAG_KEY]
+    return {**rendered, "Tags": [*tags, {"Key": JOB_NAME_TAG_KEY, "Value": job_name}]}
 
 
 def submit(client: Any, request: Mapping[str, Any]) -> dict[str, str]:

@@ -69,6 +69,29 @@ def test_sagemaker_events_of_batchs_training_job_update_the_ledger_job(events, q
     assert job["job_arn"] == training_arn(queued)
 
 
+@pytest.mark.parametrize(
+    "tags",
+    [
+        lambda job: {"ftl:job-name": job, "ftl:team": "nlp"},  # SageMaker's events: an object
+        lambda job: [{"Key": "ftl:job-name", "Value": job}],  # a describe's list, accepted too
+    ],
+)
+def test_a_training_job_whose_name_batch_cut_is_found_by_its_job_name_tag(events, queued, tags):
+    """Batch fits ``AWSBatch<name><32 hex>`` into SageMaker's 63 characters: a long job name
+    is cut, and only the payload's ftl:job-name tag still names the ledger job."""
+    cut = f"AWSBatch{queued[:10]}{'0' * 32}"
+    event = sagemaker(queued, "Completed", "Completed", T0 + 90_000, BillableTimeInSeconds=600)
+    event["detail"].update(TrainingJobName=cut, Tags=tags(queued))
+    result = events(event)
+    assert result["job_name"] == queued and result["updated"] is True
+    job = events.job(queued)
+    assert job["status"] == "Completed" and job["billable_seconds"] == 600
+    assert job["training_job_name"] == cut
+    # Without the tag the cut name leads nowhere: nothing is written.
+    event["detail"].pop("Tags")
+    assert events(event) == {"updated": False, "job_name": cut[8:-32]}
+
+
 def test_a_job_stopped_while_queued_is_stopped_and_gives_its_usage_back_once(events, queued):
     events(batch(queued, "RUNNABLE"))
     stopped = batch(

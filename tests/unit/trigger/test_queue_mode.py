@@ -63,8 +63,11 @@ def test_submit_queues_a_service_job_instead_of_creating_a_training_job(queued, 
     assert req["retryStrategy"] == batch.RETRY_STRATEGY
     assert req["tags"]["ftl:platform"] == "ftl" and req["tags"]["project"] == "fine-tuning-platform"
     item = record(queued, name)
-    # Batch gets exactly the request the launcher validated and recorded.
-    assert json.loads(req["serviceRequestPayload"]) == json.loads(item["rendered"])
+    # Batch gets exactly the request the launcher validated and recorded, tagged with the
+    # job's name (Batch renames the training job: the tag leads its events back here).
+    rendered = json.loads(item["rendered"])
+    tag = {"Key": "ftl:job-name", "Value": name}
+    assert json.loads(req["serviceRequestPayload"]) == {**rendered, "Tags": [*rendered["Tags"], tag]}
     assert item["status"] == "Queued" and item["batch_job_id"] == sent.job_id
     assert item["batch_job_arn"] == sent.arn and item["priority"] == "50"
     assert item["queued_at"] == resp["queued_at"]
