@@ -18,8 +18,8 @@ from tests.unit.job_events.sequences import (
 )
 
 HEAD_REASON = (
-    "MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT - queued at the head longer than "
-    "ftl:queueHeadTimeoutMinutes (120 minutes)"
+    "Terminated by JobStateTimeLimit action due to reason: "
+    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE"
 )
 
 

@@ -67,7 +67,8 @@ def test_submit_queues_a_service_job_instead_of_creating_a_training_job(queued, 
     # job's name (Batch renames the training job: the tag leads its events back here).
     rendered = json.loads(item["rendered"])
     tag = {"Key": "ftl:job-name", "Value": name}
-    assert json.loads(req["serviceRequestPayload"]) == {**rendered, "Tags": [*rendered["Tags"], tag]}
+    tagged = {**rendered, "Tags": [*rendered["Tags"], tag]}
+    assert json.loads(req["serviceRequestPayload"]) == tagged
     assert item["status"] == "Queued" and item["batch_job_id"] == sent.job_id
     assert item["batch_job_arn"] == sent.arn and item["priority"] == "50"
     assert item["queued_at"] == resp["queued_at"]
@@ -287,14 +288,16 @@ def test_describe_a_waiting_job_shows_reason_position_and_wait(queued, prefix):
     two = queued({"action": "describe", "job_name": second["job_name"]})
     assert one["status"] == two["status"] == "Queued"
     assert (one["queue_position"], two["queue_position"]) == (1, 2)
-    assert one["queue_reason"] == "waiting for capacity"
+    # No capacity at all: the head job can never fit, and Batch says so (the stand-in's
+    # queue has no time limit, so it waits).
+    assert one["queue_reason"] == "larger than the queue's capacity"
     assert two["queue_reason"] == "behind 1 job"
     assert one["queued_seconds"] >= 0 and one["queued_at"] == first["queued_at"]
     assert one["batch_job_id"] == first["batch_job_id"] and one["job_arn"] is None
     assert "training_job_name" not in one
     item = record(queued, first["job_name"])
     assert item["batch_status"] == "RUNNABLE" and item["status_source"] == "batch"
-    assert item["queue_reason"] == "waiting for capacity"
+    assert item["queue_reason"] == "larger than the queue's capacity"
 
 
 def test_describe_follows_the_job_from_the_queue_to_sagemaker(one_slot, prefix):
