@@ -68,7 +68,8 @@ def test_request_shape_matches_the_batch_model(stubbed):
 
 
 def test_the_payload_carries_exactly_one_job_name_tag():
-    rendered = {**RENDERED, "Tags": [{"Key": "ftl:job-name", "Value": "x"}, {"Key": "a", "Value": "b"}]}
+    tags = [{"Key": "ftl:job-name", "Value": "x"}, {"Key": "a", "Value": "b"}]
+    rendered = {**RENDERED, "Tags": tags}
     assert batch.batch_payload(rendered, "team-a-job1")["Tags"] == [
         {"Key": "a", "Value": "b"},
         {"Key": "ftl:job-name", "Value": "team-a-job1"},
