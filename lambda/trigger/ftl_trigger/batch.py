@@ -164,16 +164,21 @@ def find_by_name(client: Any, job_queue: str, job_name: str) -> dict[str, str] |
     return None
 
 
-def describe(client: Any, job_id: str, *, with_position: bool = True) -> dict[str, Any]:
+def describe(
+    client: Any, job_id: str, *, with_position: bool = True, observed_ms: int | None = None
+) -> dict[str, Any]:
     """Ledger-shaped state of a service job, with ``queue_position`` (1 = next) while it
-    waits, when Batch's queue snapshot lists it (the first 100 jobs)."""
+    waits, when Batch's queue snapshot lists it (the first 100 jobs). ``observed_ms``: when
+    it was asked (default: the job's latest timestamp). Batch changes a waiting job's reason
+    without a new timestamp or event, so only an observation stamped with the time it was
+    made can replace an older reason in the ledger."""
     try:
         job = client.describe_service_job(jobId=job_id)
     except ClientError as exc:
         raise map_error(exc, "DescribeServiceJob") from None
     except BotoCoreError as exc:
         raise UpstreamError(f"AWS Batch DescribeServiceJob failed: {exc}") from None
-    update = from_service_job(job)
+    update = from_service_job(job, observed_ms=observed_ms)
     out = update.fields()
     out["job_name"] = job.get("jobName")
     if update.status == "Queued" and with_position and job.get("jobArn"):

@@ -5,6 +5,7 @@ or a patched client method for the failures Batch cannot be made to produce."""
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -298,6 +299,23 @@ def test_describe_a_waiting_job_shows_reason_position_and_wait(queued, prefix):
     item = record(queued, first["job_name"])
     assert item["batch_status"] == "RUNNABLE" and item["status_source"] == "batch"
     assert item["queue_reason"] == "larger than the queue's capacity"
+
+
+def test_describe_picks_up_a_reason_batch_changed_without_an_event(one_slot, prefix):
+    """Batch rewrites a waiting job's statusReason (e.g. once it reaches the head) with no
+    new timestamp and no event: the describe stamped with its own time must still win."""
+    one_slot(job(prefix))
+    waiting = one_slot(job(f"{prefix}-b"))
+    first = one_slot({"action": "describe", "job_name": waiting["job_name"]})
+    assert first["queue_reason"] == "waiting for capacity"
+    (_, batch_job) = one_slot.batch_jobs()
+    batch_job.reason = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED - over its share"
+    time.sleep(0.002)  # a later observation
+    again = one_slot({"action": "describe", "job_name": waiting["job_name"]})
+    assert again["queue_reason"] == "over quota"
+    item = record(one_slot, waiting["job_name"])
+    assert item["batch_status_reason"] == batch_job.reason
+    assert item["queue_reason"] == "over quota"
 
 
 def test_describe_follows_the_job_from_the_queue_to_sagemaker(one_slot, prefix):
