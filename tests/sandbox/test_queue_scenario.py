@@ -32,6 +32,7 @@ from sandbox.clock import SimClock, use_clock
 from sandbox.deploy import ACCOUNT, REGION
 from sandbox.http_api import LocalHttpApi
 from sandbox.queue_mode import deploy_queue
+from tests.lambda_support import emf_records, emf_totals
 from tests.sandbox.test_client_cli import FTL, ROOT
 
 PLATFORM = "ftlqscen"
@@ -288,7 +289,8 @@ def test_the_http_door_describes_the_same_queue_fields(scenario, fair):
     }
 
 
-def test_queued_jobs_start_in_fair_share_order_and_each_completes_once(scenario, fair):
+def test_queued_jobs_start_in_fair_share_order_and_each_completes_once(scenario, fair, capsys):
+    capsys.readouterr()
     mark = len(scenario.standin.events)
     # Finish the running jobs oldest first; each end frees 2 instances for the next job.
     for running, starts in (
@@ -332,6 +334,22 @@ def test_queued_jobs_start_in_fair_share_order_and_each_completes_once(scenario,
     ]
     assert sorted(ended) == sorted(names)
     assert {team: scenario.usage(team) for team in TEAM_NAMES} == dict.fromkeys(TEAM_NAMES, 0)
+    # The fleet metrics both functions printed (EMF; the sandbox runs them in this process):
+    # each transition once, whichever wrote it, so the queued and running levels return to 0.
+    records = emf_records(capsys.readouterr().out)
+    spend = ("SpendUsd", "SpotSavingsUsd", "MonthSpendUsd")
+    for key, job in fair.items():
+        totals = {k: v for k, v in emf_totals(records, job["job_name"]).items() if k not in spend}
+        if key.startswith("alpha"):  # started before this test
+            assert totals == {"InstancesRunningChange": -2, "JobsCompleted": 1}, key
+            continue
+        assert totals.pop("QueueWaitSeconds", None) is not None, key
+        assert totals == {
+            "InstancesQueuedChange": -2,
+            "JobsStarted": 1,
+            "InstancesRunningChange": 0,
+            "JobsCompleted": 1,
+        }, key
 
 
 def test_stopping_a_queued_job_starts_nothing_and_gives_the_team_usage_back(scenario):

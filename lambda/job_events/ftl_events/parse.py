@@ -76,6 +76,11 @@ def _sagemaker(detail: dict[str, Any], when_ms: int | None, event_id: str | None
         # Batch may cut the job's name to fit its own into SageMaker's 63 characters: the
         # payload's ftl:job-name tag names the ledger job whatever Batch called it.
         job_name = _tag(detail.get("Tags"), JOB_NAME_TAG_KEY) or job_name
+        # Batch created this training job when it took the job off the queue: its creation
+        # time ends the wait when SageMaker's event arrives before Batch's SCHEDULED one.
+        created = training_state.epoch_ms(detail.get("CreationTime"))
+        if created is not None:
+            update["dequeued_ms"] = created
     if job_name != name and update["status"] == "Failed":
         # Batch may retry a failed attempt with a new training job: Batch's own FAILED ends
         # the job, SageMaker's Failed of one attempt does not (docs/API.md, "Job events").

@@ -249,7 +249,9 @@ class QueueFlow:
                 merged = {**job, **changes}
                 if release is not None:
                     merged["usage_released"] = True
-                return {k: v for k, v in merged.items() if v is not None}
+                merged = {k: v for k, v in merged.items() if v is not None}
+                self._transition(job["status"], merged)
+                return merged
             fresh = self._ledger_call(self.ledger.get_job, name)
             if fresh is None:
                 raise NotFound(f"no job named {name} in the ledger", field="job_name")

@@ -69,6 +69,20 @@ def test_sagemaker_events_of_batchs_training_job_update_the_ledger_job(events, q
     assert job["job_arn"] == training_arn(queued)
 
 
+def test_sagemakers_event_before_batchs_scheduled_ends_the_wait_at_its_creation(events, queued):
+    """SageMaker's event may arrive before Batch's SCHEDULED: the training job's creation
+    time (Batch created it when the job left the queue) ends the wait, and Batch's own
+    scheduledAt, arriving later, does not move it (queue times are set once)."""
+    events(batch(queued, "RUNNABLE"))
+    event = sagemaker(queued, "InProgress", "Starting", T0 + 80_000)
+    event["detail"]["CreationTime"] = T0 + 55_000
+    events(event)
+    job = events.job(queued)
+    assert job["status"] == "InProgress" and job["dequeued_ms"] == T0 + 55_000
+    events(batch(queued, "SCHEDULED"))
+    assert events.job(queued)["dequeued_ms"] == T0 + 55_000
+
+
 @pytest.mark.parametrize(
     "tags",
     [

@@ -15,7 +15,7 @@ from botocore.stub import Stubber
 from ftl_trigger import batch
 from jobmodel.queue_state import STOP_REASON
 from tests.expected import JOB_FIELDS
-from tests.lambda_support import http_event
+from tests.lambda_support import emf_records, emf_totals, http_event
 from tests.unit.trigger.conftest import queue_launcher
 from tests.unit.trigger.test_teams import teams_env
 
@@ -316,6 +316,25 @@ def test_describe_picks_up_a_reason_batch_changed_without_an_event(one_slot, pre
     item = record(one_slot, waiting["job_name"])
     assert item["batch_status_reason"] == batch_job.reason
     assert item["queue_reason"] == "over quota"
+
+
+def test_queue_mode_transitions_the_trigger_writes_publish_fleet_metrics(one_slot, prefix, capsys):
+    """Submit writes Queued, describe the start, stop a queued job's end: each prints its EMF
+    line once, so the queued and running levels add up (none goes below 0)."""
+    running = one_slot(job(prefix))["job_name"]
+    waiting = one_slot(job(f"{prefix}-b"))["job_name"]
+    queued = emf_records(capsys.readouterr().out)
+    for name in (running, waiting):
+        assert emf_totals(queued, name) == {"JobsQueued": 1, "InstancesQueuedChange": 1}
+    one_slot({"action": "describe", "job_name": running})
+    one_slot({"action": "describe", "job_name": running})
+    started = emf_totals(emf_records(capsys.readouterr().out), running)
+    assert started.pop("QueueWaitSeconds") >= 0
+    assert started == {"InstancesQueuedChange": -1, "JobsStarted": 1, "InstancesRunningChange": 1}
+    one_slot({"action": "stop", "job_name": waiting})
+    stopped = emf_totals(emf_records(capsys.readouterr().out), waiting)
+    assert stopped.pop("QueueWaitSeconds") >= 0
+    assert stopped == {"InstancesQueuedChange": -1, "JobsStopped": 1}
 
 
 def test_describe_follows_the_job_from_the_queue_to_sagemaker(one_slot, prefix):
