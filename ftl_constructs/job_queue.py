@@ -6,10 +6,14 @@ L1 resources (CloudFormation ``AWS::Batch::*``):
 - ``AWS::Batch::ServiceEnvironment`` of type ``SAGEMAKER_TRAINING`` with one capacity limit
   in ``NUM_INSTANCES``: how many training instances all queued jobs may hold at once. A job
   that does not fit waits ``RUNNABLE``.
-- ``AWS::Batch::JobQueue`` of type ``SAGEMAKER_TRAINING`` on that environment, with a
-  ``JobStateTimeLimitAction``: a job ``RUNNABLE`` at the head of the queue for longer than
-  ``ftl:queueHeadTimeoutMinutes`` is cancelled with a reason, so one job that cannot fit
-  (capacity or account quota) does not block the queue forever.
+- ``AWS::Batch::JobQueue`` of type ``SAGEMAKER_TRAINING`` on that environment, with one
+  ``JobStateTimeLimitAction`` per reason Batch can act on
+  (``jobmodel.queue_state.HEAD_LIMIT_REASONS``, plus the quota-share limit with
+  ``quotashare``): a job ``RUNNABLE`` at the head of the queue for longer than
+  ``ftl:queueHeadTimeoutMinutes`` because SageMaker has no capacity for it or it needs more
+  than the environment's (or its quota share's) limit is terminated (``TERMINATE``, the only
+  action a SageMaker queue accepts), so one job that cannot start does not block the queue
+  forever. A job waiting its turn while other jobs hold the capacity is never terminated.
 - ``AWS::Batch::SchedulingPolicy``:
 
   * ``fairshare``: one share per team (share identifier = team name; a single-team
@@ -40,6 +44,7 @@ from collections.abc import Sequence
 from aws_cdk import ArnFormat, Stack, aws_batch, aws_iam
 from constructs import Construct
 
+from jobmodel.queue_state import HEAD_LIMIT_REASONS, QUOTA_LIMIT_REASON
 from jobmodel.teams import TeamsConfig
 
 from .nag import acknowledge_resource
@@ -50,10 +55,12 @@ SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
 BATCH_TRAINING_JOB_PREFIX = "AWSBatch"
 DEFAULT_SHARE = "default"  # the one share of a single-team deployment
 MIN_WEIGHT_FACTOR, MAX_WEIGHT_FACTOR = 0.0001, 999.9999
-HEAD_TIMEOUT_REASON = (
-    "ftl: waited at the head of the queue for {minutes} minutes without capacity or quota "
-    "(ftl:queueHeadTimeoutMinutes)"
-)
+
+
+def head_limit_reasons(share_policy: str) -> tuple[str, ...]:
+    """The RUNNABLE reasons the queue's head time limit terminates a job for."""
+    quota = (QUOTA_LIMIT_REASON,) if share_policy == "quotashare" else ()
+    return HEAD_LIMIT_REASONS + quota
 
 
 def weight_factor(weight: float) -> float:
@@ -114,11 +121,12 @@ class JobQueue(Construct):
             ],
             job_state_time_limit_actions=[
                 aws_batch.CfnJobQueue.JobStateTimeLimitActionProperty(
-                    action="CANCEL",
+                    action="TERMINATE",
                     state="RUNNABLE",
                     max_time_seconds=settings.head_timeout_minutes * 60,
-                    reason=HEAD_TIMEOUT_REASON.format(minutes=settings.head_timeout_minutes),
+                    reason=reason,
                 )
+                for reason in head_limit_reasons(self.share_policy)
             ],
         )
         self.queue_arn: str = self.queue.attr_job_queue_arn

@@ -19,15 +19,20 @@ Metrics, all in :data:`NAMESPACE`, each published under every dimension set in
 - ``MonthSpendUsd`` (None): the team's month-to-date spend after this job, when the caller
   knows it (the ledger's per-team counter); the budget alarms compare its maximum.
 
-A transition is written once: the job-events function calls :func:`transition_metrics` only
-for a ledger update it actually applied (its conditional write succeeded), so a replayed or
-out-of-order event publishes nothing.
+A transition is published once, by the writer that applied it: the ledger has two writers
+(the job-events function, and the trigger, which records ``Queued`` at submit, a start, a
+failed start, a stop and what its describe learns), and each prints :func:`job_line` only
+for a conditional write of its own that succeeded, so a replayed or out-of-order event, or a
+describe that lost the race, publishes nothing.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
+
+from .pricing import spot_savings_usd
 
 __all__ = [
     "DIMENSION_SETS",
@@ -37,6 +42,8 @@ __all__ = [
     "RUNNING_STATES",
     "cost_metrics",
     "emf_line",
+    "job_line",
+    "job_spend",
     "transition_metrics",
 ]
 
@@ -169,3 +176,51 @@ def emf_line(
         doc["JobName"] = job_name
     doc.update(values)
     return json.dumps(doc, separators=(",", ":"), sort_keys=True)
+
+
+def job_spend(job: Mapping[str, Any], month_spend_usd: float | None = None) -> dict[str, Any]:
+    """``cost_usd``, ``spot_savings_usd`` and ``month_spend_usd`` of a ledger job, for
+    :func:`transition_metrics` and :func:`cost_metrics` (``None`` where unknown)."""
+    savings = None
+    if job.get("spot"):
+        price = job.get("price_usd_per_hour")
+        savings = spot_savings_usd(
+            None if price is None else float(price),
+            int(job.get("instance_count") or 1),
+            job.get("billable_seconds"),
+            job.get("training_seconds"),
+        )
+    return {
+        "cost_usd": job.get("cost_usd"),
+        "spot_savings_usd": savings,
+        "month_spend_usd": month_spend_usd,
+    }
+
+
+def job_line(
+    old_status: str | None,
+    job: Mapping[str, Any],
+    *,
+    platform: str,
+    timestamp_ms: int,
+    month_spend_usd: float | None = None,
+) -> str | None:
+    """The EMF line for a ledger job that moved from ``old_status`` to its ``status`` (the job
+    as written); ``None`` when the move publishes nothing."""
+    queued, dequeued = job.get("queued_ms"), job.get("dequeued_ms")
+    waited = None if queued is None or dequeued is None else (int(dequeued) - int(queued)) / 1000
+    values = transition_metrics(
+        old_status,
+        str(job.get("status")),
+        instance_count=int(job.get("instance_count") or 1),
+        queued_seconds=waited,
+        **job_spend(job, month_spend_usd),
+    )
+    return emf_line(
+        values,
+        platform=platform,
+        team=job.get("team"),
+        instance_type=str(job.get("instance_type") or "unknown"),
+        timestamp_ms=timestamp_ms,
+        job_name=job.get("job_name"),
+    )

@@ -17,6 +17,7 @@ __all__ = [
     "ENV_SCHEDULER",
     "ENV_TEAM_ROLES",
     "JOB_INDEX",
+    "JOB_NAME_TAG_KEY",
     "PLATFORM_TAG_KEY",
     "TEAM_INDEX",
     "TRAINING_LOG_GROUP",
@@ -31,6 +32,10 @@ TEAM_INDEX = "by-team"
 # The tag every training job the launcher starts carries (value: the platform's name); the
 # launch policy allows describe and stop only on jobs with it.
 PLATFORM_TAG_KEY = "ftl:platform"
+# In queue mode the payload handed to AWS Batch also carries the job's name: Batch names the
+# training job ``AWSBatch<name><32 hex>`` and may have to cut a long name to fit SageMaker's
+# 63 characters, so job events find the ledger job by this tag first.
+JOB_NAME_TAG_KEY = "ftl:job-name"
 
 # Where SageMaker writes training jobs' logs (streams ``<job name>/...``).
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"

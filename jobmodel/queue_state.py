@@ -48,7 +48,10 @@ from .contract import TERMINAL_STATUSES
 
 __all__ = [
     "BATCH_STATUSES",
+    "HEAD_LIMIT_REASONS",
+    "QUOTA_LIMIT_REASON",
     "STOP_REASON",
+    "TIME_LIMIT_TERMINATED",
     "QueueUpdate",
     "classify_reason",
     "from_service_job",
@@ -68,6 +71,19 @@ BATCH_STATUSES = (
 )
 STOP_REASON = "ftl stop:"  # TerminateServiceJob reasons written by the launcher's stop
 EVENT_DETAIL_TYPE = "Batch Service Job State Change"
+# The RUNNABLE reasons a SAGEMAKER_TRAINING queue's time limit (JobStateTimeLimitAction, whose
+# only action there is TERMINATE) can act on: SageMaker found no capacity for the job, or the
+# job needs more instances than the service environment's limit (or, with quota share, than
+# its share may use). A job waiting while other jobs of the queue hold the capacity has none
+# of these reasons and is never terminated by the limit (AWS Batch user guide, "Jobs stuck in
+# RUNNABLE").
+HEAD_LIMIT_REASONS = (
+    "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+)
+QUOTA_LIMIT_REASON = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED"
+# Batch's statusReason of a job the time limit terminated, followed by the reason code.
+TIME_LIMIT_TERMINATED = "Terminated by JobStateTimeLimit action due to reason: "
 _QUEUED = {"SUBMITTED", "PENDING", "RUNNABLE"}
 _SIMPLE = {"SCHEDULED": "Scheduled", "STARTING": "InProgress", "RUNNING": "InProgress"}
 _RANK = {"Submitting": 0, "Queued": 1, "Scheduled": 2, "InProgress": 3, "Stopping": 4}
@@ -122,12 +138,15 @@ class QueueUpdate:
 
 
 def classify_reason(reason: str | None, position: int | None = None) -> str | None:
-    """A short, stable queue reason for people: capacity, quota, or behind N jobs."""
+    """A short, stable queue reason for people: capacity, quota, too large, or behind N
+    jobs."""
     if position is not None and position > 1:
         return f"behind {position - 1} job{'s' if position > 2 else ''}"
     if not reason:
         return "waiting to be scheduled" if position is None else "next to run"
     text = reason.lower()
+    if "service_environment_max_resource" in text:
+        return "larger than the queue's capacity"  # it can never start; the time limit ends it
     if "quota" in text or "limit" in text:
         return "over quota"
     if "capacity" in text:

@@ -147,8 +147,9 @@ def validate_submit(
     instance_type, count = P.instances(payload, spec)
     spot, runtime, max_wait = P.spot_and_stopping(payload, spec)
     inputs = P.inputs(payload, spec, platform, team)
-    tags = P.tags(payload, spec, platform, team)
-    priority = P.priority(payload, spec, queued=scheduler == "queue")
+    queued = scheduler == "queue"
+    tags = P.tags(payload, spec, platform, team, queued=queued)
+    priority = P.priority(payload, spec, queued=queued)
     token, dry_run = P.flags(payload)
     return SubmitRequest(
         template=spec.name,

@@ -248,9 +248,15 @@ def inputs(
 
 
 def tags(
-    payload: Mapping[str, Any], spec: TemplateSpec, platform: PlatformConfig, team: Team | None
+    payload: Mapping[str, Any],
+    spec: TemplateSpec,
+    platform: PlatformConfig,
+    team: Team | None,
+    *,
+    queued: bool = False,
 ) -> dict[str, str]:
-    """``tags``: the caller's, none reserved, within SageMaker's total with the others."""
+    """``tags``: the caller's, none reserved, within SageMaker's total with the others (in
+    queue mode one more: ``ftl:job-name`` on the payload handed to Batch)."""
     tags: dict[str, str] = {}
     raw_tags = _opt(payload, "tags")
     if raw_tags is not None:
@@ -273,6 +279,7 @@ def tags(
             tags[key] = value
         total = len(platform_tags.keys() | spec.tags.keys() | tags.keys()) + R.LAUNCHER_TAG_COUNT
         total += 0 if team is None else 1  # ftl:team
+        total += 1 if queued else 0  # ftl:job-name (names.JOB_NAME_TAG_KEY)
         if total > R.MAX_TAGS:
             raise ValidationError(
                 "tags",

@@ -49,6 +49,7 @@ __all__ = [
     "SAGEMAKER_GROUP",
     "SOURCE",
     "count_interruptions",
+    "epoch_ms",
     "final_metrics",
     "from_training_job",
     "merge",
@@ -144,7 +145,7 @@ def from_training_job(
     status = detail.get("TrainingJobStatus")
     if status not in SAGEMAKER_STATUSES:
         raise ValueError(f"TrainingJobStatus must be one of {', '.join(SAGEMAKER_STATUSES)}")
-    observed = _epoch_ms(detail.get("LastModifiedTime"))
+    observed = epoch_ms(detail.get("LastModifiedTime"))
     observed = observed if observed is not None else int(fallback_ms or 0)
     fields: dict[str, Any] = {
         "status": status,
@@ -214,7 +215,7 @@ def _settled(cur: Mapping[str, Any]) -> bool:
     return cur.get("status") in TERMINAL_STATUSES and cur.get("status_source") == SOURCE
 
 
-def _epoch_ms(value: Any) -> int | None:
+def epoch_ms(value: Any) -> int | None:
     """Epoch milliseconds from an event's number (or ISO 8601 text) or a DescribeTrainingJob
     datetime; None for anything else."""
     if isinstance(value, str):

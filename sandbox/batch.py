@@ -19,9 +19,11 @@ Rules (what is modelled; the real service is the reference):
   within a share, higher ``schedulingPriority`` first, then oldest. Usage does not decay
   (Batch decays it over ``shareDecaySeconds``). A quota-share queue is treated the same with
   ``quotaShareName`` as the share (an approximation: no borrow limits).
-- The head of the order starts when it fits in the free capacity; nothing behind it starts
-  before it (no backfill), so a job too big to fit blocks the queue until the queue's head
-  time limit cancels it: status FAILED, ``isTerminated``, the limit's reason.
+- The head of the order starts when it fits in the free capacity (no backfill). A head job
+  needing more than the whole capacity waits with reason ``TOO_BIG``; the time limit
+  (``head_timeout_s``, if ``head_reasons`` has it) terminates it: FAILED, ``isTerminated``,
+  ``TIME_LIMIT_TERMINATED`` + the reason. A job waiting for capacity other jobs hold is never
+  terminated (SageMaker capacity errors and quota-share limits are not modelled).
 - Starting a job creates the SageMaker training job in moto from the stored payload, named
   ``AWSBatch<jobName><32 hex>`` as Batch does (the job name cut to fit SageMaker's 63
   characters: an assumption of this stand-in). moto completes a training job at once; the
@@ -33,8 +35,8 @@ Rules (what is modelled; the real service is the reference):
 - ``clientToken``: the same token with the same parameters returns the first job; with
   different parameters it is a ClientException. A payload over 10 KiB is a ClientException.
 
-Time comes from ``clock`` (seconds), so tests can move it forward; :meth:`tick` applies the
-rules and runs on every call (and from :meth:`start_ticker` for the demo).
+Time comes from ``clock`` (seconds; ``sandbox/clock.py`` moves it); :meth:`tick` applies the
+rules on every call (and from :meth:`start_ticker` for the demo).
 """
 
 from __future__ import annotations
@@ -47,9 +49,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobmodel.queue_state import HEAD_LIMIT_REASONS, TIME_LIMIT_TERMINATED
 from sandbox.deploy import ACCOUNT, REGION
 
 MAX_PAYLOAD = 10 * 1024
+TOO_BIG = "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE"
+TOO_BIG_TEXT = "Service environment(s) associated with the job queue cannot meet the capacity"
 SAGEMAKER_NAME_MAX = 63
 ACTIVE = ("SCHEDULED", "STARTING", "RUNNING")
 _RUNNING = ("Downloading", "Training", "Uploading")  # SageMaker secondary statuses
@@ -68,6 +73,7 @@ class Queue:
     head_timeout_s: float | None
     weight_factors: dict[str, float]
     share_policy: str = "fairshare"
+    head_reasons: tuple[str, ...] = HEAD_LIMIT_REASONS  # what the time limit acts on
 
 
 @dataclass
@@ -127,11 +133,13 @@ class BatchStandIn:
         head_timeout_s: float | None = None,
         weight_factors: dict[str, float] | None = None,
         share_policy: str = "fairshare",
+        head_reasons: tuple[str, ...] = HEAD_LIMIT_REASONS,
     ) -> str:
         arn = batch_arn("job-queue", name)
+        factors = dict(weight_factors or {})
         with self._lock:
             self.queues[name] = Queue(
-                name, arn, capacity, head_timeout_s, dict(weight_factors or {}), share_policy
+                name, arn, capacity, head_timeout_s, factors, share_policy, head_reasons
             )
         return arn
 
@@ -160,7 +168,7 @@ class BatchStandIn:
                 share=share,
                 instances=_instances(payload),
                 created=self.clock(),
-                reason=_waiting(queue.name),
+                reason=f"Waiting for capacity in the service environment of job queue {queue.name}",
             )
             self.jobs[job.job_id] = job
             if token:
@@ -278,12 +286,13 @@ class BatchStandIn:
             if head.instances <= free:
                 self._start(head)
                 continue
-            limit = queue.head_timeout_s
-            if limit is not None and now - head.head_since >= limit:
-                reason = f"Job stuck at the head of queue {queue.name} for {int(limit)} seconds"
-                self._end(head, "FAILED", reason, terminated=True)
-                continue
-            return
+            if head.instances <= queue.capacity:
+                return  # its turn comes when running jobs end: no time limit applies
+            head.reason = f"{TOO_BIG} - {TOO_BIG_TEXT} requirement of the job."
+            limit = queue.head_timeout_s if TOO_BIG in queue.head_reasons else None
+            if limit is None or now - head.head_since < limit:
+                return
+            self._end(head, "FAILED", TIME_LIMIT_TERMINATED + TOO_BIG, terminated=True)
 
     def _order(self, queue: Queue) -> list[Job]:
         waiting = [j for j in self.jobs.values() if j.queue is queue and j.status == "RUNNABLE"]
@@ -325,7 +334,7 @@ class BatchStandIn:
         job.status = "SCHEDULED"
         job.attempts.append(
             {
-                "serviceResourceId": _resource(job.training_arn),
+                "serviceResourceId": {"name": "TrainingJobArn", "value": job.training_arn},
                 "startedAt": int(job.scheduled * 1000),
             }
         )
@@ -389,11 +398,3 @@ def _instances(payload: dict[str, Any]) -> int:
 
 def _priority(job: Job) -> int:
     return int(job.request.get("schedulingPriority") or 0)
-
-
-def _waiting(queue: str) -> str:
-    return f"Waiting for capacity in the service environment of job queue {queue}"
-
-
-def _resource(arn: str) -> dict[str, str]:
-    return {"name": "TrainingJobArn", "value": arn}

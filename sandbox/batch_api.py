@@ -264,5 +264,7 @@ def configure_from_template(standin: BatchStandIn, template: dict[str, Any]) -> 
             head_timeout_s=float(limits[0]["MaxTimeSeconds"]) if limits else None,
             weight_factors={s["ShareIdentifier"]: float(s["WeightFactor"]) for s in shares},
             share_policy="quotashare" if "QuotaSharePolicy" in policy else "fairshare",
+            # The reasons the limit acts on (Batch matches a waiting job's reason code).
+            head_reasons=tuple(a["Reason"] for a in limits if a.get("Action") == "TERMINATE"),
         )
     return queues

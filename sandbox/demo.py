@@ -11,6 +11,7 @@ configuration, since moto needs Docker to run Lambda code).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
@@ -110,14 +111,25 @@ def main(argv: list[str] | None = None) -> int:
 
 
 _UNSUPPORTED = re.compile(r"Tried to parse (\S+) but it's not supported")
+_NO_SUPPORT_LOG = "No Moto CloudFormation support for %s"  # moto's log line for the same
 
 
 @contextmanager
 def unsupported_notices() -> Iterator[set[str]]:
-    """Collect moto's "Tried to parse <type> but it's not supported" warnings (one per resource,
-    from any thread) into a set of resource types instead of printing each one."""
+    """Collect moto's "Tried to parse <type> but it's not supported" warnings and its "No Moto
+    CloudFormation support for <type>" log lines (one per resource, from any thread) into a
+    set of resource types instead of printing each one."""
     skipped: set[str] = set()
     shown = warnings.showwarning
+
+    def log_filter(record: logging.LogRecord) -> bool:
+        if record.msg == _NO_SUPPORT_LOG and record.args:
+            skipped.add(str(record.args[0]))
+            return False
+        return True
+
+    moto_log = logging.getLogger("moto")
+    moto_log.addFilter(log_filter)
 
     def collect(message: Warning | str, *args: object, **kwargs: object) -> None:
         match = _UNSUPPORTED.search(str(message))
@@ -131,6 +143,7 @@ def unsupported_notices() -> Iterator[set[str]]:
     try:
         yield skipped
     finally:
+        moto_log.removeFilter(log_filter)
         warnings.showwarning = shown
         warnings.filterwarnings("ignore", message="Tried to parse AWS::")
 

@@ -45,8 +45,9 @@ class Delivery:
 class EventPump:
     """Delivers ``standin.outbox`` to the deployed rules' Lambda targets.
 
-    ``drain()`` delivers everything recorded since the last drain; ``start()`` drains in the
-    background (the demo), ``stop()`` ends that. ``deliveries`` lists every delivery made.
+    ``drain()`` delivers everything recorded since the last drain (the first: since the pump
+    was made); ``start()`` drains in the background (the demo), ``stop()`` ends that.
+    ``deliveries`` lists every delivery made.
     """
 
     def __init__(self, standin: Any, endpoint: str) -> None:
@@ -60,7 +61,9 @@ class EventPump:
         self._events = boto3.client("events", **kwargs)
         self._lambda = boto3.client("lambda", **kwargs)
         self.deliveries: list[Delivery] = []
-        self._cursor = 0
+        # Events recorded before this pump existed belong to other deploys sharing the
+        # stand-in (each deploy has its own pump): start after them.
+        self._cursor = len(standin.outbox)
         self._lock = threading.Lock()
         self._stop: threading.Event | None = None
 

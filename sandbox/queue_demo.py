@@ -9,17 +9,21 @@ to the deployed job-events function), then, through the deployed trigger (Lambda
 2. finishes the first job's training job (as SageMaker would);
 3. shows the third job start.
 
-The trigger's answers follow docs/QUEUE.md: submit ``status`` ``Queued``; describe
-``queue_reason``, ``queue_position``, ``queued_seconds``, ``batch_job_id``,
-``training_job_name``.
+The trigger's answers follow docs/API.md (Queue mode): submit ``status`` ``Queued``, ``job_arn``
+null, ``batch_job_id``, ``priority``, ``queued_at``; describe ``queue_reason``,
+``queue_position``, ``queued_seconds``, ``training_job_name``. The job-events function's
+fleet metric lines (EMF) are shown one short line each, as it applies Batch's events.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 import boto3
 
@@ -38,13 +42,14 @@ JOBS = [
     }
     for i in (1, 2, 3)
 ]
+# The submit's answer in queue mode, then describe's queue fields (docs/API.md, Queue mode).
+SUBMITTED = ("job_name", "status", "job_arn", "batch_job_id", "priority", "queued_at")
 COLUMNS = (
     "job_name",
     "status",
     "queue_reason",
     "queue_position",
     "queued_seconds",
-    "batch_job_id",
     "training_job_name",
 )
 STARTED = ("Scheduled", "InProgress")
@@ -64,7 +69,8 @@ def run(*, serve: bool = False) -> int:
         sandbox.batch.start_ticker()
         deployment.pump.start()
         try:
-            code = _scenario(sandbox, deployment)
+            with contextlib.redirect_stdout(MetricLines(sys.stdout)):
+                code = _scenario(sandbox, deployment)
         finally:
             deployment.pump.stop()
             sandbox.batch.stop_ticker()
@@ -86,12 +92,15 @@ def _show_queue(sandbox: BatchSandbox, deployment: QueueDeployment) -> None:
 
 def _scenario(sandbox: BatchSandbox, deployment: QueueDeployment) -> int:
     trigger = deployment.output("TriggerFunctionName")
-    print(f"\nthree 2-instance jobs into a queue of {CAPACITY} instances:")
+    print(f"\nthree 2-instance jobs into a queue of {CAPACITY} instances; the submit answers:")
     jobs = [_invoke(trigger, request) for request in JOBS]
     for job in jobs:
         if "error" in job:
             print(json.dumps(job, indent=2))
             return 1
+    _table(jobs, SUBMITTED)
+    deployment.pump.drain()
+    print("\ndescribe (Batch started two; the third waits):")
     _table([_describe(trigger, job["job_name"]) for job in jobs])
     third = _describe(trigger, jobs[2]["job_name"])
     if jobs[2].get("status") != "Queued" or third.get("status") != "Queued":
@@ -125,11 +134,45 @@ def _describe(trigger: str, job_name: str) -> dict[str, Any]:
     return _invoke(trigger, {"action": "describe", "job_name": job_name})
 
 
-def _table(rows: list[dict[str, Any]]) -> None:
+def _table(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> None:
+    """Absent fields are blank; a field present as null is ``null``."""
     cells = [
-        [str(row.get(c, "") if row.get(c) is not None else "") for c in COLUMNS] for row in rows
+        ["null" if c in row and row[c] is None else str(row.get(c, "")) for c in columns]
+        for row in rows
     ]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(COLUMNS)]
-    print("  " + "  ".join(c.ljust(w) for c, w in zip(COLUMNS, widths, strict=True)))
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    print("  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for row in cells:
-        print("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+        print("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+class MetricLines(io.TextIOBase):
+    """Standard output for the demo: the job-events function's EMF lines (what Lambda would
+    send to CloudWatch Logs, printed here because the sandbox runs it in this process) are
+    shown as one short line each; everything else passes through."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        self._partial += text
+        *lines, self._partial = self._partial.split("\n")
+        for line in lines:
+            self.out.write(_metric_summary(line) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def _metric_summary(line: str) -> str:
+    try:
+        record = json.loads(line) if line.startswith('{"') else None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or "_aws" not in record:
+        return line
+    (spec,) = record["_aws"]["CloudWatchMetrics"]
+    values = ", ".join(f"{m['Name']} {record[m['Name']]:g}" for m in spec["Metrics"])
+    return f"    [fleet metrics, EMF] {record.get('JobName')}: {values}"

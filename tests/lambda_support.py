@@ -166,3 +166,23 @@ def http_event(
         "body": None if body is None else (body if isinstance(body, str) else json.dumps(body)),
         "isBase64Encoded": False,
     }
+
+
+def emf_records(text: str) -> list[dict[str, Any]]:
+    """The CloudWatch EMF records (fleet metrics) among the lines a function printed."""
+    records = []
+    for line in text.splitlines():
+        if line.startswith('{"') and '"_aws"' in line:
+            records.append(json.loads(line))
+    return records
+
+
+def emf_totals(records: list[dict[str, Any]], job_name: str) -> dict[str, float]:
+    """Each fleet metric summed over one job's EMF records."""
+    totals: dict[str, float] = {}
+    for record in records:
+        if record.get("JobName") != job_name:
+            continue
+        for metric in record["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
+            totals[metric["Name"]] = totals.get(metric["Name"], 0) + record[metric["Name"]]
+    return totals

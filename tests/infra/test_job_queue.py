@@ -13,7 +13,7 @@ from cfnlint.api import ManualArgs, lint
 from cfnlint.helpers import REGIONS
 
 from ftl_constructs.fleet_dashboard import FleetDashboard
-from ftl_constructs.job_queue import HEAD_TIMEOUT_REASON, JobQueue, weight_factor
+from ftl_constructs.job_queue import JobQueue, weight_factor
 from ftl_constructs.settings import ContextError, PlatformSettings, QueueSettings
 from jobmodel.fleet_metrics import NAMESPACE
 from jobmodel.teams import TeamsConfig
@@ -93,13 +93,19 @@ def test_queue_is_sagemaker_typed_with_head_time_limit(fair):
                 }
             ],
             "SchedulingPolicyArn": {"Fn::GetAtt": [Match.any_value(), "Arn"]},
+            # TERMINATE (a SageMaker queue accepts no other action), once per reason Batch
+            # can act on; a job merely waiting its turn has none of these reasons.
             "JobStateTimeLimitActions": [
                 {
-                    "Action": "CANCEL",
+                    "Action": "TERMINATE",
                     "State": "RUNNABLE",
                     "MaxTimeSeconds": 1800,
-                    "Reason": HEAD_TIMEOUT_REASON.format(minutes=30),
+                    "Reason": reason,
                 }
+                for reason in (
+                    "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+                    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+                )
             ],
         },
     )
@@ -150,6 +156,15 @@ def test_quota_share_policy_splits_capacity_by_weight(quota):
     assert slices == {"team-a": 6, "team-b": 3, "team-c": 1}
     for r in shares.values():
         assert r["Properties"]["ResourceSharingConfiguration"] == {"Strategy": "LEND_AND_BORROW"}
+    # A job over its quota share's limit is one more reason the head time limit acts on.
+    (queue,) = t.find_resources("AWS::Batch::JobQueue").values()
+    actions = queue["Properties"]["JobStateTimeLimitActions"]
+    assert [a["Reason"] for a in actions] == [
+        "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+        "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+        "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED",
+    ]
+    assert {a["Action"] for a in actions} == {"TERMINATE"}
 
 
 def _statements(t):
@@ -278,4 +293,8 @@ def test_sandbox_stand_in_reads_the_synthesized_queue(fair):
     assert list(queues) == ["ftl-training"]
     q = standin.queues["ftl-training"]
     assert (q.capacity, q.head_timeout_s, q.share_policy) == (4, 1800.0, "fairshare")
+    assert q.head_reasons == (
+        "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+        "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+    )
     assert q.weight_factors == {"team-a": 0.5, "team-b": 1.0, "team-c": 2.0}

@@ -8,7 +8,6 @@ import json
 import pytest
 from aws_cdk.assertions import Match
 
-from ftl_constructs.job_queue import HEAD_TIMEOUT_REASON
 from jobmodel.fleet_metrics import NAMESPACE
 from tests.infra.synth import (
     QUEUE_CONTEXT,
@@ -136,13 +135,19 @@ def test_service_environment_and_queue_follow_the_context(queue):
                 }
             ],
             "SchedulingPolicyArn": {"Fn::GetAtt": [Match.any_value(), "Arn"]},
+            # TERMINATE (a SageMaker queue accepts no other action), once per reason Batch
+            # can act on; a job merely waiting its turn has none of these reasons.
             "JobStateTimeLimitActions": [
                 {
-                    "Action": "CANCEL",
+                    "Action": "TERMINATE",
                     "State": "RUNNABLE",
                     "MaxTimeSeconds": 1800,
-                    "Reason": HEAD_TIMEOUT_REASON.format(minutes=30),
+                    "Reason": reason,
                 }
+                for reason in (
+                    "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
+                    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
+                )
             ],
         },
     )

@@ -162,22 +162,49 @@ def test_twenty_concurrent_duplicates_queue_one_job(sandbox):
         submit(batch, q, "team-b", "other-name", token="same")
 
 
-def test_head_of_queue_time_limit_cancels_with_reason(sandbox):
+def test_head_of_queue_time_limit_terminates_a_job_too_big_for_the_capacity(sandbox):
     batch = _client(sandbox, "batch")
     q = queue(sandbox, capacity=4, head_timeout_s=600)
     small = submit(batch, q, "team-a", "small", instances=2)
-    big = submit(batch, q, "team-b", "too-big", instances=4)
+    big = submit(batch, q, "team-b", "too-big", instances=6)
     behind = submit(batch, q, "team-c", "behind", instances=2)
-    assert batch.describe_service_job(jobId=big)["status"] == "RUNNABLE"
+    waiting = batch.describe_service_job(jobId=big)
+    assert waiting["status"] == "RUNNABLE"
+    assert waiting["statusReason"].startswith("MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE")
     assert batch.describe_service_job(jobId=behind)["status"] == "RUNNABLE"  # no backfill
     sandbox.clock.now += 601
     out = batch.describe_service_job(jobId=big)
     assert out["status"] == "FAILED" and out["isTerminated"]
-    assert "head of queue" in out["statusReason"]
+    assert out["statusReason"] == (
+        "Terminated by JobStateTimeLimit action due to reason: "
+        "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE"
+    )
     update = from_service_job(out)
     assert update.status == "FailedToStart" and update.failure_reason == out["statusReason"]
     assert batch.describe_service_job(jobId=behind)["status"] == "SCHEDULED"
     assert batch.describe_service_job(jobId=small)["status"] == "SCHEDULED"
+
+
+def test_a_job_waiting_for_capacity_other_jobs_hold_is_never_terminated(sandbox):
+    """Batch's time limit acts only on its listed reasons; waiting one's turn is none."""
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=2, head_timeout_s=600)
+    running = submit(batch, q, "team-a", "long-runner", instances=2)
+    waiting = submit(batch, q, "team-b", "patient", instances=2)
+    sandbox.clock.now += 3 * 3600
+    assert batch.describe_service_job(jobId=waiting)["status"] == "RUNNABLE"
+    arn = batch.describe_service_job(jobId=running)["latestAttempt"]["serviceResourceId"]["value"]
+    sandbox.batch.finish_training_job(arn.rsplit("/", 1)[1])
+    assert batch.describe_service_job(jobId=waiting)["status"] == "SCHEDULED"
+
+
+def test_a_queue_without_the_reason_in_its_limit_never_terminates(sandbox):
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=2, head_timeout_s=600, head_reasons=())
+    big = submit(batch, q, "team-a", "never-fits", instances=3)
+    sandbox.clock.now += 3600
+    assert batch.describe_service_job(jobId=big)["status"] == "RUNNABLE"
+    batch.terminate_service_job(jobId=big, reason="ftl stop: cleanup")  # free the queue
 
 
 def test_batch_checks_the_request(sandbox):

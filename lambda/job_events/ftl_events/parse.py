@@ -4,7 +4,8 @@ Two sources (docs/API.md, "Job events"):
 
 * ``aws.sagemaker`` / ``SageMaker Training Job State Change``: the detail is the training
   job's description; ``jobmodel.training_state`` maps it. A training job that AWS Batch
-  created is named ``AWSBatch<job name><32 hex>``; it maps to the ledger job ``<job name>``.
+  created is named ``AWSBatch<job name><32 hex>``; it maps to the ledger job its
+  ``ftl:job-name`` tag names (queue mode tags the payload), else to ``<job name>``.
 * ``aws.batch`` / ``Batch Service Job State Change``: the detail is the service job's
   description (DescribeServiceJob without tags and payload); ``jobmodel.queue_state`` maps
   it. Its ``jobName`` is the ledger's job name (the trigger submits with it).
@@ -19,6 +20,7 @@ from typing import Any
 
 from jobmodel import queue_state, training_state
 from jobmodel._rules import JOB_NAME_RE
+from jobmodel.names import JOB_NAME_TAG_KEY
 
 SAGEMAKER = ("aws.sagemaker", training_state.EVENT_DETAIL_TYPE)
 BATCH = ("aws.batch", queue_state.EVENT_DETAIL_TYPE)
@@ -70,6 +72,15 @@ def _sagemaker(detail: dict[str, Any], when_ms: int | None, event_id: str | None
     update = training_state.from_training_job(detail, fallback_ms=when_ms)
     name = update["training_job_name"]
     job_name = queue_state.ledger_job_name(name)
+    if job_name != name:
+        # Batch may cut the job's name to fit its own into SageMaker's 63 characters: the
+        # payload's ftl:job-name tag names the ledger job whatever Batch called it.
+        job_name = _tag(detail.get("Tags"), JOB_NAME_TAG_KEY) or job_name
+        # Batch created this training job when it took the job off the queue: its creation
+        # time ends the wait when SageMaker's event arrives before Batch's SCHEDULED one.
+        created = training_state.epoch_ms(detail.get("CreationTime"))
+        if created is not None:
+            update["dequeued_ms"] = created
     if job_name != name and update["status"] == "Failed":
         # Batch may retry a failed attempt with a new training job: Batch's own FAILED ends
         # the job, SageMaker's Failed of one attempt does not (docs/API.md, "Job events").
@@ -83,6 +94,15 @@ def _batch(detail: dict[str, Any], event_id: str | None) -> Observation:
         raise ValueError("jobName is not a job name of this platform")
     update = queue_state.from_service_job(detail).fields()
     return Observation(job_name=name, update=update, event_id=event_id)
+
+
+def _tag(tags: Any, key: str) -> str | None:
+    """A job name from the event's ``Tags`` (an object in SageMaker's events; a list of
+    ``Key``/``Value`` pairs accepted too), or None when absent or not a job name."""
+    if isinstance(tags, list):
+        tags = {t.get("Key"): t.get("Value") for t in tags if isinstance(t, dict)}
+    value = tags.get(key) if isinstance(tags, dict) else None
+    return value if isinstance(value, str) and JOB_NAME_RE.fullmatch(value) else None
 
 
 def _ms(when: str | None) -> int | None:

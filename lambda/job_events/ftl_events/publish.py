@@ -13,7 +13,6 @@ from typing import Any
 
 from ftl_events.apply import Outcome
 from jobmodel import fleet_metrics as FM
-from jobmodel.pricing import spot_savings_usd
 
 # The ledger attributes the announcement and the handler's result carry.
 PUBLIC_FIELDS = (
@@ -56,46 +55,22 @@ def metric_line(outcome: Outcome, *, platform: str, timestamp_ms: int) -> str | 
     """The EMF line for the transition this write applied (None when it publishes nothing)."""
     if not outcome.applied:
         return None
-    job = outcome.after
-    count = int(job.get("instance_count") or 1)
-    price = job.get("price_usd_per_hour")
-    savings = None
-    if job.get("spot"):
-        savings = spot_savings_usd(
-            None if price is None else float(price),
-            count,
-            job.get("billable_seconds"),
-            job.get("training_seconds"),
-        )
-    spend = {
-        "cost_usd": job.get("cost_usd"),
-        "spot_savings_usd": savings,
-        "month_spend_usd": outcome.month_spend_usd,
-    }
+    job = {"job_name": outcome.job_name, **outcome.after}
     if outcome.old_status != outcome.new_status:
-        values = FM.transition_metrics(
+        return FM.job_line(
             outcome.old_status,
-            str(outcome.new_status),
-            instance_count=count,
-            queued_seconds=_queued_seconds(job),
-            **spend,
+            job,
+            platform=platform,
+            timestamp_ms=timestamp_ms,
+            month_spend_usd=outcome.month_spend_usd,
         )
-    elif outcome.late_cost:
-        values = FM.cost_metrics(**spend)
-    else:
+    if not outcome.late_cost:
         return None
     return FM.emf_line(
-        values,
+        FM.cost_metrics(**FM.job_spend(job, outcome.month_spend_usd)),
         platform=platform,
         team=job.get("team"),
         instance_type=str(job.get("instance_type") or "unknown"),
         timestamp_ms=timestamp_ms,
         job_name=outcome.job_name,
     )
-
-
-def _queued_seconds(job: Mapping[str, Any]) -> float | None:
-    queued, dequeued = job.get("queued_ms"), job.get("dequeued_ms")
-    if queued is None or dequeued is None:
-        return None
-    return max(0, int(dequeued) - int(queued)) / 1000

@@ -29,6 +29,7 @@ from jobmodel import (
     NotFound,
     ValidationError,
 )
+from jobmodel import fleet_metrics as FM
 from jobmodel.errors import CapacityError, Conflict, UpstreamError, aws_error
 from jobmodel.names import JOB_INDEX, TEAM_INDEX, timestamp
 from jobmodel.pricing import cost_usd
@@ -101,8 +102,14 @@ class Launcher(SubmitFlow, QueueFlow):
             changes = remote_fields(described)
             if any(job.get(k) != v for k, v in changes.items()):
                 changes["updated_at"] = self._stamp()
-                if not self._ledger_call(self.usage.finish, job, changes):
-                    self._ledger_call(self.ledger.update_job, name, changes)
+                before = job["status"]
+                # Conditional on the status read: a job-events write that came first wins,
+                # and only the writer that applied a status change publishes its metrics.
+                written = self._ledger_call(self.usage.finish, job, changes) or self._ledger_call(
+                    self.ledger.update_job, name, changes, expect_status=before
+                )
+                if written:
+                    self._transition(before, {**job, **changes})
             job.update(changes)
         return job, None
 
@@ -244,6 +251,16 @@ class Launcher(SubmitFlow, QueueFlow):
 
     def _stamp(self) -> str:
         return timestamp(self.rt.now())
+
+    def _transition(self, old_status: str | None, job: Mapping[str, Any]) -> None:
+        """Print the fleet metrics (EMF, ``jobmodel.fleet_metrics``) of a status change this
+        invocation wrote; Lambda sends standard output to CloudWatch Logs."""
+        now_ms = int(self.rt.now().timestamp() * 1000)
+        line = FM.job_line(
+            old_status, job, platform=self.rt.platform.platform_name, timestamp_ms=now_ms
+        )
+        if line is not None:
+            print(line, flush=True)
 
     def _ledger_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:

@@ -28,6 +28,7 @@ from botocore.exceptions import (
 
 from jobmodel import JobModelError, NotFound, ValidationError
 from jobmodel.errors import THROTTLE_CODES
+from jobmodel.names import JOB_NAME_TAG_KEY
 from jobmodel.queue_state import STOP_REASON, from_service_job
 from jobmodel.scheduler import PRIORITY_LIMITS
 
@@ -88,7 +89,7 @@ def service_job_request(
     low, high = PRIORITY_RANGE
     if not low <= priority <= high:
         raise ValidationError("priority", f"priority must be from {low} to {high}")
-    payload = json.dumps(rendered, separators=(",", ":"), sort_keys=True)
+    payload = json.dumps(batch_payload(rendered, job_name), separators=(",", ":"), sort_keys=True)
     size = len(payload.encode("utf-8"))
     if size > MAX_PAYLOAD_BYTES:
         raise ValidationError(
@@ -114,6 +115,13 @@ def service_job_request(
     if tags:
         request["tags"] = dict(list(tags.items())[:50])
     return request
+
+
+def batch_payload(rendered: Mapping[str, Any], job_name: str) -> dict[str, Any]:
+    """The CreateTrainingJob request Batch gets: the rendered one with the ``ftl:job-name``
+    tag, so the training job Batch creates (and renames) leads back to its ledger job."""
+    tags = [t for t in rendered.get("Tags", []) if t.get("Key") != JOB_NAME_TAG_KEY]
+    return {**rendered, "Tags": [*tags, {"Key": JOB_NAME_TAG_KEY, "Value": job_name}]}
 
 
 def submit(client: Any, request: Mapping[str, Any]) -> dict[str, str]:
@@ -156,16 +164,21 @@ def find_by_name(client: Any, job_queue: str, job_name: str) -> dict[str, str] |
     return None
 
 
-def describe(client: Any, job_id: str, *, with_position: bool = True) -> dict[str, Any]:
+def describe(
+    client: Any, job_id: str, *, with_position: bool = True, observed_ms: int | None = None
+) -> dict[str, Any]:
     """Ledger-shaped state of a service job, with ``queue_position`` (1 = next) while it
-    waits, when Batch's queue snapshot lists it (the first 100 jobs)."""
+    waits, when Batch's queue snapshot lists it (the first 100 jobs). ``observed_ms``: when
+    it was asked (default: the job's latest timestamp). Batch changes a waiting job's reason
+    without a new timestamp or event, so only an observation stamped with the time it was
+    made can replace an older reason in the ledger."""
     try:
         job = client.describe_service_job(jobId=job_id)
     except ClientError as exc:
         raise map_error(exc, "DescribeServiceJob") from None
     except BotoCoreError as exc:
         raise UpstreamError(f"AWS Batch DescribeServiceJob failed: {exc}") from None
-    update = from_service_job(job)
+    update = from_service_job(job, observed_ms=observed_ms)
     out = update.fields()
     out["job_name"] = job.get("jobName")
     if update.status == "Queued" and with_position and job.get("jobArn"):

@@ -114,7 +114,9 @@ class QueueFlow:
         asks_batch = job["status"] in WAITING or not job.get("training_job_name")
         if asks_batch and self.rt.batch is not None:  # None: the platform went back to direct
             try:
-                state = service_jobs.describe(self.rt.batch, job["batch_job_id"])
+                state = service_jobs.describe(
+                    self.rt.batch, job["batch_job_id"], observed_ms=epoch_ms(self.rt.now())
+                )
             except NotFound:  # Batch forgot the job: the ledger is all there is
                 LOG.warning("Batch has no job %s for %s", job["batch_job_id"], job["job_name"])
                 return job, None
@@ -247,7 +249,9 @@ class QueueFlow:
                 merged = {**job, **changes}
                 if release is not None:
                     merged["usage_released"] = True
-                return {k: v for k, v in merged.items() if v is not None}
+                merged = {k: v for k, v in merged.items() if v is not None}
+                self._transition(job["status"], merged)
+                return merged
             fresh = self._ledger_call(self.ledger.get_job, name)
             if fresh is None:
                 raise NotFound(f"no job named {name} in the ledger", field="job_name")

@@ -277,6 +277,7 @@ class SubmitFlow:
                     team=job.get("team"),
                     release=release,
                 )
+                self._transition(job["status"], {**job, **values})
                 return
             except MonthTurned:
                 continue
@@ -286,7 +287,7 @@ class SubmitFlow:
         failure is logged, not returned: the job-events handler and any replay of the token
         bring the record up to date."""
         try:
-            self._ledger_call(
+            written = self._ledger_call(
                 self.ledger.update_job,
                 job["job_name"],
                 {
@@ -296,6 +297,8 @@ class SubmitFlow:
                 },
                 expect_status=SUBMITTING,
             )
+            if written:
+                self._transition(SUBMITTING, job)
         except JobModelError as err:
             LOG.warning(
                 "job %s started but the ledger update failed: %s", job["job_name"], err.message

@@ -18,8 +18,8 @@ from tests.unit.job_events.sequences import (
 )
 
 HEAD_REASON = (
-    "MISCONFIGURATION:JOB_RESOURCE_REQUIREMENT - queued at the head longer than "
-    "ftl:queueHeadTimeoutMinutes (120 minutes)"
+    "Terminated by JobStateTimeLimit action due to reason: "
+    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE"
 )
 
 
@@ -67,6 +67,43 @@ def test_sagemaker_events_of_batchs_training_job_update_the_ledger_job(events, q
     # SageMaker's own spelling of the name, not the lower-case one in the ARN.
     assert job["training_job_name"] == training_name(queued)
     assert job["job_arn"] == training_arn(queued)
+
+
+def test_sagemakers_event_before_batchs_scheduled_ends_the_wait_at_its_creation(events, queued):
+    """SageMaker's event may arrive before Batch's SCHEDULED: the training job's creation
+    time (Batch created it when the job left the queue) ends the wait, and Batch's own
+    scheduledAt, arriving later, does not move it (queue times are set once)."""
+    events(batch(queued, "RUNNABLE"))
+    event = sagemaker(queued, "InProgress", "Starting", T0 + 80_000)
+    event["detail"]["CreationTime"] = T0 + 55_000
+    events(event)
+    job = events.job(queued)
+    assert job["status"] == "InProgress" and job["dequeued_ms"] == T0 + 55_000
+    events(batch(queued, "SCHEDULED"))
+    assert events.job(queued)["dequeued_ms"] == T0 + 55_000
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        lambda job: {"ftl:job-name": job, "ftl:team": "nlp"},  # SageMaker's events: an object
+        lambda job: [{"Key": "ftl:job-name", "Value": job}],  # a describe's list, accepted too
+    ],
+)
+def test_a_training_job_whose_name_batch_cut_is_found_by_its_job_name_tag(events, queued, tags):
+    """Batch fits ``AWSBatch<name><32 hex>`` into SageMaker's 63 characters: a long job name
+    is cut, and only the payload's ftl:job-name tag still names the ledger job."""
+    cut = f"AWSBatch{queued[:10]}{'0' * 32}"
+    event = sagemaker(queued, "Completed", "Completed", T0 + 90_000, BillableTimeInSeconds=600)
+    event["detail"].update(TrainingJobName=cut, Tags=tags(queued))
+    result = events(event)
+    assert result["job_name"] == queued and result["updated"] is True
+    job = events.job(queued)
+    assert job["status"] == "Completed" and job["billable_seconds"] == 600
+    assert job["training_job_name"] == cut
+    # Without the tag the cut name leads nowhere: nothing is written.
+    event["detail"].pop("Tags")
+    assert events(event) == {"updated": False, "job_name": cut[8:-32]}
 
 
 def test_a_job_stopped_while_queued_is_stopped_and_gives_its_usage_back_once(events, queued):

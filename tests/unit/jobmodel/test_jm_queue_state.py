@@ -81,6 +81,16 @@ def test_malformed_detail_is_refused(bad):
 def test_reason_classification():
     assert classify_reason("Service quota exceeded for ml.p4d") == "over quota"
     assert classify_reason("CAPACITY:INSUFFICIENT") == "waiting for capacity"
+    # Batch's own words for the reasons its head time limit acts on
+    too_big = (
+        "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE - Service environment(s) associated "
+        "with the job queue cannot meet the capacity requirement of the job."
+    )
+    assert classify_reason(too_big) == "larger than the queue's capacity"
+    assert classify_reason(too_big, position=1) == "larger than the queue's capacity"
+    assert classify_reason("MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED - x") == "over quota"
+    capacity = "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY - Unable to provision requested compute"
+    assert classify_reason(capacity) == "waiting for capacity"
     assert classify_reason(None, position=4) == "behind 3 jobs"
     assert classify_reason(None, position=2) == "behind 1 job"
     assert classify_reason(None, position=1) == "next to run"

@@ -343,6 +343,21 @@ def test_maximal_tags_fit(submit: Callable[..., jm.SubmitRequest]) -> None:
     assert len(submit(tags={f"t{i}": "x" for i in range(44)}).tags) == 44
 
 
+def test_queue_mode_keeps_room_for_the_job_name_tag(
+    catalog: dict[str, jm.TemplateSpec], platform: jm.PlatformConfig
+) -> None:
+    """Batch's payload carries ``ftl:job-name`` too: one caller tag fewer fits."""
+
+    def queued(count: int) -> jm.SubmitRequest:
+        tags = {f"t{i}": "x" for i in range(count)}
+        return jm.validate_submit(_p(tags=tags), catalog, platform, scheduler="queue")
+
+    assert len(queued(43).tags) == 43
+    with pytest.raises(jm.ValidationError) as err:
+        queued(44)
+    assert err.value.field == "tags" and "make 51" in err.value.message
+
+
 def test_messages_name_the_rule(reject: Callable[..., jm.JobModelError]) -> None:
     assert (
         "between 1 and 432000" in reject(_p(max_runtime_seconds=0), "max_runtime_seconds").message

@@ -42,7 +42,12 @@ def test_request_shape_matches_the_batch_model(stubbed):
     client, stub = stubbed
     req = request()
     assert req["serviceJobType"] == "SAGEMAKER_TRAINING"
-    assert json.loads(req["serviceRequestPayload"]) == RENDERED
+    # The rendered request, plus the tag that leads the training job back to its job.
+    tag = {"Key": "ftl:job-name", "Value": "team-a-job1"}
+    assert json.loads(req["serviceRequestPayload"]) == {
+        **RENDERED,
+        "Tags": [*RENDERED.get("Tags", []), tag],
+    }
     assert req["shareIdentifier"] == "team-a" and "quotaShareName" not in req
     assert req["clientToken"] == batch.batch_client_token("team-a", "tok-1")
     assert len(req["clientToken"]) == 64
@@ -60,6 +65,15 @@ def test_request_shape_matches_the_batch_model(stubbed):
         "jobName": "team-a-job1",
         "jobArn": JOB_ARN,
     }
+
+
+def test_the_payload_carries_exactly_one_job_name_tag():
+    tags = [{"Key": "ftl:job-name", "Value": "x"}, {"Key": "a", "Value": "b"}]
+    rendered = {**RENDERED, "Tags": tags}
+    assert batch.batch_payload(rendered, "team-a-job1")["Tags"] == [
+        {"Key": "a", "Value": "b"},
+        {"Key": "ftl:job-name", "Value": "team-a-job1"},
+    ]
 
 
 def test_quota_share_mode_names_the_quota_share():

@@ -8,7 +8,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from tests.expected import JOB_FIELDS, SHIPPED_TEMPLATES
-from tests.lambda_support import http_event
+from tests.lambda_support import emf_records, emf_totals, http_event
 from testsupport import ROLE_ARN
 
 
@@ -103,6 +103,25 @@ def test_describe_both_doors(launcher, prefix):
     # moto finishes jobs at once; describe reads the fresh status back into the ledger.
     assert direct["status"] == "Completed"
     assert {"secondary_status", "created_at", "requested_by"} <= set(direct)
+
+
+def test_the_transitions_the_trigger_writes_publish_their_fleet_metrics(launcher, prefix, capsys):
+    """The trigger writes the start (Submitting -> InProgress) and, when its describe sees the
+    end first, the end: it prints their EMF lines, once each, so the running level is back to
+    0 (the job-events function then finds no transition left to publish)."""
+    name = launcher({"template": "distilbert-spot", "job_name": prefix})["job_name"]
+    started = emf_totals(emf_records(capsys.readouterr().out), name)
+    assert started == {"JobsStarted": 1, "InstancesRunningChange": 1}
+    assert launcher({"action": "describe", "job_name": name})["status"] == "Completed"
+    assert launcher({"action": "describe", "job_name": name})["status"] == "Completed"
+    ended = emf_records(capsys.readouterr().out)
+    assert emf_totals(ended, name) == {"JobsCompleted": 1, "InstancesRunningChange": -1}
+    (record,) = ended
+    assert (record["Platform"], record["Team"], record["InstanceType"]) == (
+        "ftl",
+        "default",
+        "ml.g5.xlarge",
+    )
 
 
 @pytest.mark.parametrize(

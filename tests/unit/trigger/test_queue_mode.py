@@ -5,6 +5,7 @@ or a patched client method for the failures Batch cannot be made to produce."""
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -14,7 +15,7 @@ from botocore.stub import Stubber
 from ftl_trigger import batch
 from jobmodel.queue_state import STOP_REASON
 from tests.expected import JOB_FIELDS
-from tests.lambda_support import http_event
+from tests.lambda_support import emf_records, emf_totals, http_event
 from tests.unit.trigger.conftest import queue_launcher
 from tests.unit.trigger.test_teams import teams_env
 
@@ -63,8 +64,12 @@ def test_submit_queues_a_service_job_instead_of_creating_a_training_job(queued, 
     assert req["retryStrategy"] == batch.RETRY_STRATEGY
     assert req["tags"]["ftl:platform"] == "ftl" and req["tags"]["project"] == "fine-tuning-platform"
     item = record(queued, name)
-    # Batch gets exactly the request the launcher validated and recorded.
-    assert json.loads(req["serviceRequestPayload"]) == json.loads(item["rendered"])
+    # Batch gets exactly the request the launcher validated and recorded, tagged with the
+    # job's name (Batch renames the training job: the tag leads its events back here).
+    rendered = json.loads(item["rendered"])
+    tag = {"Key": "ftl:job-name", "Value": name}
+    tagged = {**rendered, "Tags": [*rendered["Tags"], tag]}
+    assert json.loads(req["serviceRequestPayload"]) == tagged
     assert item["status"] == "Queued" and item["batch_job_id"] == sent.job_id
     assert item["batch_job_arn"] == sent.arn and item["priority"] == "50"
     assert item["queued_at"] == resp["queued_at"]
@@ -284,14 +289,52 @@ def test_describe_a_waiting_job_shows_reason_position_and_wait(queued, prefix):
     two = queued({"action": "describe", "job_name": second["job_name"]})
     assert one["status"] == two["status"] == "Queued"
     assert (one["queue_position"], two["queue_position"]) == (1, 2)
-    assert one["queue_reason"] == "waiting for capacity"
+    # No capacity at all: the head job can never fit, and Batch says so (the stand-in's
+    # queue has no time limit, so it waits).
+    assert one["queue_reason"] == "larger than the queue's capacity"
     assert two["queue_reason"] == "behind 1 job"
     assert one["queued_seconds"] >= 0 and one["queued_at"] == first["queued_at"]
     assert one["batch_job_id"] == first["batch_job_id"] and one["job_arn"] is None
     assert "training_job_name" not in one
     item = record(queued, first["job_name"])
     assert item["batch_status"] == "RUNNABLE" and item["status_source"] == "batch"
-    assert item["queue_reason"] == "waiting for capacity"
+    assert item["queue_reason"] == "larger than the queue's capacity"
+
+
+def test_describe_picks_up_a_reason_batch_changed_without_an_event(one_slot, prefix):
+    """Batch rewrites a waiting job's statusReason (e.g. once it reaches the head) with no
+    new timestamp and no event: the describe stamped with its own time must still win."""
+    one_slot(job(prefix))
+    waiting = one_slot(job(f"{prefix}-b"))
+    first = one_slot({"action": "describe", "job_name": waiting["job_name"]})
+    assert first["queue_reason"] == "waiting for capacity"
+    (_, batch_job) = one_slot.batch_jobs()
+    batch_job.reason = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED - over its share"
+    time.sleep(0.002)  # a later observation
+    again = one_slot({"action": "describe", "job_name": waiting["job_name"]})
+    assert again["queue_reason"] == "over quota"
+    item = record(one_slot, waiting["job_name"])
+    assert item["batch_status_reason"] == batch_job.reason
+    assert item["queue_reason"] == "over quota"
+
+
+def test_queue_mode_transitions_the_trigger_writes_publish_fleet_metrics(one_slot, prefix, capsys):
+    """Submit writes Queued, describe the start, stop a queued job's end: each prints its EMF
+    line once, so the queued and running levels add up (none goes below 0)."""
+    running = one_slot(job(prefix))["job_name"]
+    waiting = one_slot(job(f"{prefix}-b"))["job_name"]
+    queued = emf_records(capsys.readouterr().out)
+    for name in (running, waiting):
+        assert emf_totals(queued, name) == {"JobsQueued": 1, "InstancesQueuedChange": 1}
+    one_slot({"action": "describe", "job_name": running})
+    one_slot({"action": "describe", "job_name": running})
+    started = emf_totals(emf_records(capsys.readouterr().out), running)
+    assert started.pop("QueueWaitSeconds") >= 0
+    assert started == {"InstancesQueuedChange": -1, "JobsStarted": 1, "InstancesRunningChange": 1}
+    one_slot({"action": "stop", "job_name": waiting})
+    stopped = emf_totals(emf_records(capsys.readouterr().out), waiting)
+    assert stopped.pop("QueueWaitSeconds") >= 0
+    assert stopped == {"InstancesQueuedChange": -1, "JobsStopped": 1}
 
 
 def test_describe_follows_the_job_from_the_queue_to_sagemaker(one_slot, prefix):
