@@ -77,13 +77,23 @@ def load_zip_handler(code: bytes, handler: str, env: dict[str, str]) -> Any:
     return getattr(_import(code_dir, module_name), function)
 
 
+# The packages a Lambda asset ships and the repository also has: a deployed function gets its
+# own copies, kept out of ``sys.modules`` afterwards so later code (tests included) still
+# imports the repository's.
+_ASSET_PACKAGES = ("jobmodel", "ftl_trigger", "ftl_events")
+
+
 def _import(code_dir: Path, module_name: str) -> ModuleType:
-    # Each function gets a clean import of its own modules from its own folder.
-    for name in list(sys.modules):
-        if name in (module_name, "jobmodel", "ftl_trigger") or name.startswith(
-            ("jobmodel.", "ftl_trigger.")
-        ):
-            del sys.modules[name]
+    """Import ``code_dir/<module_name>.py`` with its own copies of the asset's packages.
+
+    The modules it imported are left on the returned module as ``asset_modules`` (name to
+    module) and taken out of ``sys.modules``, where the caller's modules are put back; the
+    deployed code keeps its references, and it imports nothing later (no lazy imports)."""
+
+    def ours(name: str) -> bool:
+        return name == module_name or name.split(".")[0] in _ASSET_PACKAGES
+
+    saved = {name: sys.modules.pop(name) for name in list(sys.modules) if ours(name)}
     sys.path.insert(0, str(code_dir))
     try:
         spec = importlib.util.spec_from_file_location(
@@ -93,4 +103,7 @@ def _import(code_dir: Path, module_name: str) -> ModuleType:
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(code_dir))
+        loaded = {name: sys.modules.pop(name) for name in list(sys.modules) if ours(name)}
+        sys.modules.update(saved)
+    module.asset_modules = loaded
     return module

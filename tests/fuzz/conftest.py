@@ -15,7 +15,8 @@ import pytest
 
 from bench.load import forget_training_jobs, training_job_names
 from tests.lambda_support import client, create_ledger_table, load_handler, trigger_env
-from tests.unit.trigger.conftest import TRIGGER_DIR, Launcher, moto_endpoint  # noqa: F401
+from tests.unit.conftest import moto_endpoint  # noqa: F401
+from tests.unit.trigger.conftest import TRIGGER_DIR, Launcher
 
 
 @pytest.fixture(scope="module")

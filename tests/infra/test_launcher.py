@@ -13,6 +13,7 @@ from jobmodel import TemplateError, shipped_catalog
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.platform import PlatformConfig
 from jobmodel.routes import ROUTES
+from jobmodel.scheduler import SchedulerConfig
 from tests.infra.synth import template
 
 
@@ -399,8 +400,11 @@ def test_single_team_environment_has_no_team_variables(launcher):
         artifact_bucket="a",
         source_s3_uri="s3://b/k",
     )
-    # The launcher writes exactly what PlatformConfig.to_env names (plus the ledger table).
-    assert set(variables) == {*config.to_env(), "FTL_JOB_TABLE"}
+    # The launcher writes exactly what PlatformConfig.to_env and a direct-mode
+    # SchedulerConfig.to_env name (plus the ledger table).
+    scheduler = SchedulerConfig(scheduler="direct")
+    assert set(variables) == {*config.to_env(), *scheduler.to_env(), "FTL_JOB_TABLE"}
+    assert variables["FTL_SCHEDULER"] == "direct"
 
 
 def test_platform_config_env_round_trips():

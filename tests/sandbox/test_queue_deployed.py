@@ -9,7 +9,6 @@ scenario with teams is ``test_queue_scenario.py``.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import jobmodel.errors
 from sandbox.deploy import ACCOUNT, REGION
 from sandbox.queue_mode import deploy_queue
 from sandbox.runner import DeployedFunction
@@ -121,7 +121,10 @@ def test_the_deployed_triggers_batch_client_reaches_the_stand_in(deployed, queue
     fn = DeployedFunction(deployed.endpoint, queue.output("TriggerFunctionName"))
     # The handler imported the deployed ftl_trigger package; its batch module comes from the
     # same folder of the deployed zip.
-    aws, batch = sys.modules["ftl_trigger.aws"], importlib.import_module("ftl_trigger.batch")
+    aws, batch = (fn.module.asset_modules[f"ftl_trigger.{m}"] for m in ("aws", "batch"))
+    # ... and only it: the repository's own modules are still the ones a later import gets.
+    assert sys.modules["jobmodel.errors"] is jobmodel.errors
+    assert "ftl_trigger.batch" not in sys.modules or sys.modules["ftl_trigger.batch"] is not batch
     assert Path(batch.__file__).is_relative_to(fn.code_dir)
     assert (fn.code_dir / "botocore_data" / "batch").is_dir()
     client = aws.session().create_client("batch", region_name=REGION)

@@ -98,13 +98,27 @@ def _huggingface_training_versions() -> dict[str, Any]:
     return json.loads(path.read_text())["training"]["versions"]
 
 
-@pytest.mark.parametrize("name", SHIPPED_TEMPLATES)
+# The SMP v2 template's image is not a Hugging Face one: tests/infra/test_image_lookup.py
+# pins it.
+HUGGINGFACE_IMAGE_TEMPLATES = [
+    name
+    for name, spec in jm.shipped_catalog().items()
+    if spec.framework.get("image_family") != "pytorch-smp"
+]
+
+
+def test_every_other_template_uses_a_hugging_face_image() -> None:
+    smp = set(SHIPPED_TEMPLATES) - set(HUGGINGFACE_IMAGE_TEMPLATES)
+    assert smp and all(jm.shipped_catalog()[name].distribution.kind == "smp-v2" for name in smp), (
+        smp
+    )
+
+
+@pytest.mark.parametrize("name", HUGGINGFACE_IMAGE_TEMPLATES)
 def test_shipped_framework_versions_exist_in_sagemaker(
     shipped: dict[str, jm.TemplateSpec], name: str
 ) -> None:
     fw = shipped[name].framework
-    if fw.get("image_family") == "pytorch-smp":
-        pytest.skip("SMP v2 image: pinned in tests/infra/test_image_lookup.py")
     versions = _huggingface_training_versions()
     entry = versions[fw["transformers_version"]]
     base = entry[f"pytorch{fw['pytorch_version']}"]
