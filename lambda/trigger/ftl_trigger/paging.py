@@ -51,7 +51,9 @@ class Signer:
     def verify(self, scope: str, token: str) -> tuple[str, dict[str, Any]]:
         """``(index, ExclusiveStartKey)`` of a token signed for ``scope``."""
         payload, dot, mac = token.partition(".")
-        if not dot or not hmac.compare_digest(mac, self._mac(scope, payload)):
+        # As bytes: compare_digest refuses str with non-ASCII characters (a TypeError).
+        expected = self._mac(scope, payload).encode()
+        if not dot or not hmac.compare_digest(mac.encode("utf-8", "replace"), expected):
             raise ValidationError("next_token", _BAD)
         try:
             plain = json.loads(base64.urlsafe_b64decode(payload.encode("ascii")))

@@ -271,6 +271,9 @@ def test_unknown_template_is_not_found(launcher):
         (http_event("POST", "/jobs", {"template": "x", "action": "stop"}), "action"),
         (http_event("GET", "/jobs", query={"limit": "lots"}), "limit"),
         (http_event("GET", "/jobs", query={"next_token": "garbage"}), "next_token"),
+        # Non-ASCII after the dot reached hmac.compare_digest as str (a TypeError, a 500).
+        (http_event("GET", "/jobs", query={"next_token": ".\x80"}), "next_token"),
+        (http_event("GET", "/jobs", query={"next_token": "e30.é"}), "next_token"),
         (http_event("GET", "/jobs", query={"status": "Sleeping"}), "status"),
         (http_event("GET", "/jobs/bad_name!"), "job_name"),
     ],
