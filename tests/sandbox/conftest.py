@@ -17,12 +17,31 @@ from sandbox.batch_api import BatchSandbox
 from sandbox.deploy import deploy, sandbox_env
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # One deploy per run: keep every sandbox test on the same xdist worker.
+    # One deploy per run: keep every sandbox test on the same xdist worker. First, so the mark
+    # is there when xdist's own hook turns xdist_group marks into "@sandbox" node-id suffixes
+    # (without it the group was silently ignored and tests of one module ran on two workers).
     for item in items:
         if "tests/sandbox/" in str(item.path):
             item.add_marker(pytest.mark.sandbox)
             item.add_marker(pytest.mark.xdist_group("sandbox"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Under --dist loadgroup xdist puts the group in the node id ("...@sandbox"); if a pytest
+    # or xdist upgrade stops that, the group is ignored without a word: fail loudly instead.
+    if session.config.getoption("loadgroup", default=False):
+        ungrouped = [
+            i.nodeid
+            for i in session.items
+            if "tests/sandbox/" in str(i.path) and not i.nodeid.endswith("@sandbox")
+        ]
+        if ungrouped:
+            raise pytest.UsageError(
+                f"xdist ignored the sandbox group for {len(ungrouped)} tests (pytest and "
+                "pytest-xdist versions disagree on node ids; see requirements-dev.txt)"
+            )
 
 
 class Deployed:
