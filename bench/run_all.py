@@ -5,7 +5,8 @@
 Each benchmark runs in its own process (``python -m bench.<name> --json ...``) so one cannot
 skew or break another; its full report is printed as it finishes, and a failed benchmark is a
 row saying so rather than the end of the run. Names: cold_start, request_overhead,
-queue_submit, synth, asset_size, load, train_throughput. About 4-5 minutes on two shared cores.
+queue_submit, queue_scenario, synth, asset_size, load, train_throughput. About 4-5 minutes on
+two shared cores.
 
 The file's earlier rows and reports of benchmarks not run this time are kept, marked with
 their run's date, and so are sections written by hand (such as the SFT throughput runs of
@@ -32,6 +33,7 @@ BENCHES: dict[str, list[str]] = {
     "cold_start": ["--reps", "7", "--explain"],
     "request_overhead": [],
     "queue_submit": [],
+    "queue_scenario": [],
     "synth": ["--reps", "3", "--explain"],
     "asset_size": [],  # reads the assembly synth kept (or synthesizes its own)
     "load": [],
@@ -128,6 +130,30 @@ def _queue_submit_rows(r: dict[str, Any]) -> list[list[str]]:
     ]
 
 
+def _queue_scenario_rows(r: dict[str, Any]) -> list[list[str]]:
+    fair, fifo = r["fairshare"], r["fifo"]
+
+    def p90s(s: dict[str, Any]) -> str:
+        return " / ".join(f"{t} {v['p90_min']:.0f}" for t, v in s["teams"].items())
+
+    ratios = " / ".join(
+        f"{t} {'n/a' if v is None else f'{v:.2f}x'}" for t, v in r["p90_ratio"].items()
+    )
+    spread = " vs ".join(
+        "n/a" if s["spread_p50"] is None else f"{s['spread_p50']:.1f}x" for s in (fair, fifo)
+    )
+    return [
+        [
+            "queue scenario, simulated min (stand-in rules, not AWS Batch): team p90 wait",
+            f"fair share {p90s(fair)}",
+            f"FIFO {p90s(fifo)}",
+            f"p90 fair/FIFO {ratios}; p50 spread {spread}",
+            "none lost or doubled",
+            _met(not r["problems"]),
+        ]
+    ]
+
+
 def _synth_rows(r: dict[str, Any]) -> list[list[str]]:
     return [
         [
@@ -195,6 +221,7 @@ ROWS: dict[str, tuple[Callable[[dict[str, Any]], list[list[str]]], str]] = {
     "cold_start": (_cold_start_rows, "trigger cold start"),
     "request_overhead": (_request_overhead_rows, "per-request overhead"),
     "queue_submit": (_queue_submit_rows, "submit in queue mode"),
+    "queue_scenario": (_queue_scenario_rows, "queue scenario"),
     "synth": (_synth_rows, "cdk synth"),
     "asset_size": (_asset_size_rows, "asset sizes"),
     "load": (_load_rows, "load"),
@@ -204,6 +231,7 @@ ROW_LABELS: dict[str, tuple[str, ...]] = {
     "cold_start": ("trigger cold start",),
     "request_overhead": ("validate+render", "full submit", "per-request overhead"),
     "queue_submit": ("submit in queue mode",),
+    "queue_scenario": ("queue scenario",),
     "synth": ("cdk synth",),
     "asset_size": ("trigger asset", "job-events asset", "asset sizes"),
     "load": ("load",),

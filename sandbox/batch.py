@@ -18,7 +18,9 @@ Rules (what is modelled; the real service is the reference):
   already ordered ahead) x weightFactor is lowest (ties: the share whose next job is older);
   within a share, higher ``schedulingPriority`` first, then oldest. Usage does not decay
   (Batch decays it over ``shareDecaySeconds``). A quota-share queue is treated the same with
-  ``quotaShareName`` as the share (an approximation: no borrow limits).
+  ``quotaShareName`` as the share (an approximation: no borrow limits). A ``fifo`` queue (no
+  Batch counterpart: the queue benchmark's baseline) puts every job in one share whatever its
+  ``shareIdentifier`` says, so jobs start first come, first served.
 - The head of the order starts when it fits in the free capacity (no backfill). A head job
   needing more than the whole capacity waits with reason ``TOO_BIG``; the time limit
   (``head_timeout_s``, if ``head_reasons`` has it) terminates it: FAILED, ``isTerminated``,
@@ -72,7 +74,7 @@ class Queue:
     capacity: int
     head_timeout_s: float | None
     weight_factors: dict[str, float]
-    share_policy: str = "fairshare"
+    share_policy: str = "fairshare"  # or quotashare, or fifo (one share: see the rules)
     head_reasons: tuple[str, ...] = HEAD_LIMIT_REASONS  # what the time limit acts on
 
 
@@ -135,8 +137,7 @@ class BatchStandIn:
         share_policy: str = "fairshare",
         head_reasons: tuple[str, ...] = HEAD_LIMIT_REASONS,
     ) -> str:
-        arn = batch_arn("job-queue", name)
-        factors = dict(weight_factors or {})
+        arn, factors = batch_arn("job-queue", name), dict(weight_factors or {})
         with self._lock:
             self.queues[name] = Queue(
                 name, arn, capacity, head_timeout_s, factors, share_policy, head_reasons
@@ -190,8 +191,7 @@ class BatchStandIn:
 
             jobs = filter_jobs([j for j in self.jobs.values() if j.queue is queue], req)
             jobs.sort(key=lambda j: j.created, reverse=True)
-            start = int(req.get("nextToken") or 0)
-            size = int(req.get("maxResults") or 100)
+            start, size = int(req.get("nextToken") or 0), int(req.get("maxResults") or 100)
             page = jobs[start : start + size]
             out: dict[str, Any] = {"jobSummaryList": [self._view(j, full=False) for j in page]}
             if start + size < len(jobs):
@@ -298,7 +298,7 @@ class BatchStandIn:
         waiting = [j for j in self.jobs.values() if j.queue is queue and j.status == "RUNNABLE"]
         by_share: dict[str, list[Job]] = {}
         for job in sorted(waiting, key=lambda j: (-_priority(j), j.created)):
-            by_share.setdefault(job.share, []).append(job)
+            by_share.setdefault("" if queue.share_policy == "fifo" else job.share, []).append(job)
         usage = {s: self._held(queue, s) for s in by_share}
         order: list[Job] = []
         while by_share:

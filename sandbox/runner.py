@@ -59,7 +59,7 @@ class DeployedFunction:
             archive.extractall(self.code_dir)
         os.environ.update(self.environment)
         os.environ["AWS_ENDPOINT_URL"] = endpoint
-        self.module = _import(self.code_dir, self.handler_name.split(".")[0])
+        self.module = import_asset_module(self.code_dir, self.handler_name.split(".")[0])
         self._handler = getattr(self.module, self.handler_name.split(".")[1])
 
     def __call__(self, event: Any, alias: str | None = None) -> Any:
@@ -74,7 +74,7 @@ def load_zip_handler(code: bytes, handler: str, env: dict[str, str]) -> Any:
         archive.extractall(code_dir)
     os.environ.update(env)
     module_name, _, function = handler.partition(".")
-    return getattr(_import(code_dir, module_name), function)
+    return getattr(import_asset_module(code_dir, module_name), function)
 
 
 # The packages a Lambda asset ships and the repository also has: a deployed function gets its
@@ -83,7 +83,7 @@ def load_zip_handler(code: bytes, handler: str, env: dict[str, str]) -> Any:
 _ASSET_PACKAGES = ("jobmodel", "ftl_trigger", "ftl_events")
 
 
-def _import(code_dir: Path, module_name: str) -> ModuleType:
+def import_asset_module(code_dir: Path, module_name: str) -> ModuleType:
     """Import ``code_dir/<module_name>.py`` with its own copies of the asset's packages.
 
     The modules it imported are left on the returned module as ``asset_modules`` (name to

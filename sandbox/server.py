@@ -340,6 +340,7 @@ class Sandbox:
 
     def __enter__(self) -> Sandbox:
         _apply_shims()
+        self._outer = list(_ENDPOINT)  # a sandbox started before this one gets it back on exit
         _ENDPOINT[:] = [self.endpoint]
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         warnings.filterwarnings("ignore", message="Tried to parse AWS::")
@@ -348,3 +349,4 @@ class Sandbox:
 
     def __exit__(self, *exc: object) -> None:
         self._server.stop()
+        _ENDPOINT[:] = self._outer

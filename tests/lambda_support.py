@@ -14,9 +14,10 @@ from typing import Any
 import boto3
 
 from jobmodel import dump_catalog, shipped_catalog
-from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_PRICES, JOB_INDEX, TEAM_INDEX
+from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_PRICES
 from testsupport import ACCOUNT, REGION, TRIGGER_ENV
 from testsupport import IMAGE as FAKE_IMAGE
+from testsupport import create_ledger_table as create_ledger_table  # the tests' import
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,36 +64,6 @@ def write_catalog(path: Path) -> Path:
     specs = [s.with_image(FAKE_IMAGE) for s in shipped_catalog().values()]
     path.write_text(json.dumps(dump_catalog(specs)))
     return path
-
-
-def create_ledger_table(dynamodb: Any, name: str) -> None:
-    """The ledger's key schema, as ftl_constructs.launcher defines it."""
-    dynamodb.create_table(
-        TableName=name,
-        BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[
-            {"AttributeName": a, "AttributeType": "S"} for a in ("pk", "gsi_pk", "gsi_sk", "team")
-        ],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": JOB_INDEX,
-                "KeySchema": [
-                    {"AttributeName": "gsi_pk", "KeyType": "HASH"},
-                    {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            },
-            {
-                "IndexName": TEAM_INDEX,
-                "KeySchema": [
-                    {"AttributeName": "team", "KeyType": "HASH"},
-                    {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            },
-        ],
-    )
 
 
 # Test prices (USD per instance-hour), not AWS's: round numbers that make sums easy to check.

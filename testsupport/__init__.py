@@ -1,16 +1,27 @@
 """Fixtures shared by the tests and the benchmarks: the sandbox's account, fake ARNs, the
 image and the trigger's environment as the launcher stack builds it.
 
-Neither product code nor a test: both ``tests/`` and ``bench/`` import from here.
+Neither product code nor a test: both ``tests/`` and ``bench/`` import from here (the
+ledger table's schema for a trigger run against moto included).
 """
 
 from __future__ import annotations
 
-from jobmodel.names import ENV_JOB_TABLE
+from typing import Any
+
+from jobmodel.names import ENV_JOB_TABLE, JOB_INDEX, TEAM_INDEX
 from jobmodel.platform import PlatformConfig
 from sandbox.deploy import ACCOUNT, REGION
 
-__all__ = ["ACCOUNT", "IMAGE", "KEY_ARN", "REGION", "ROLE_ARN", "TRIGGER_ENV"]
+__all__ = [
+    "ACCOUNT",
+    "IMAGE",
+    "KEY_ARN",
+    "REGION",
+    "ROLE_ARN",
+    "TRIGGER_ENV",
+    "create_ledger_table",
+]
 
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/ftl-training"
 KEY_ARN = f"arn:aws:kms:{REGION}:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
@@ -35,3 +46,33 @@ TRIGGER_ENV: dict[str, str] = {
     ).to_env(),
     ENV_JOB_TABLE: "ftl-jobs",
 }
+
+
+def create_ledger_table(dynamodb: Any, name: str) -> None:
+    """The ledger's key schema, as ftl_constructs.launcher defines it."""
+    dynamodb.create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[
+            {"AttributeName": a, "AttributeType": "S"} for a in ("pk", "gsi_pk", "gsi_sk", "team")
+        ],
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": JOB_INDEX,
+                "KeySchema": [
+                    {"AttributeName": "gsi_pk", "KeyType": "HASH"},
+                    {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
+            {
+                "IndexName": TEAM_INDEX,
+                "KeySchema": [
+                    {"AttributeName": "team", "KeyType": "HASH"},
+                    {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
+        ],
+    )
