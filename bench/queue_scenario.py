@@ -5,9 +5,9 @@
 Every wait here is in SIMULATED minutes, produced by the dispatch rules of the AWS Batch
 stand-in (``sandbox/batch.py``) on a frozen ``sandbox.clock.SimClock``: it shows what the
 launcher reports for the stand-in's schedule, and is not a measurement of AWS Batch. (The
-stand-in's fair share counts the instances each share holds at the moment it dispatches; real
-Batch also counts a share's recently completed use, over the scheduling policy's
-``shareDecaySeconds``: 3600 on the platform's queue, ``ftl_constructs/job_queue.py``.)
+stand-in's fair share counts the instances each share holds plus its use over the scheduling
+policy's ``shareDecaySeconds``, 3600 on the platform's queue, decayed linearly:
+``sandbox/batch_share.py``; Batch's own formula is not published.)
 
 In one process: the moto sandbox with the stand-in on its endpoint (``BatchSandbox``), and the
 trigger's real handler, imported from the deployed asset's files (``bench._common.
@@ -55,7 +55,7 @@ from typing import Any
 
 from bench._common import fmt_ms, offline_env, percentile, tempdir, trigger_asset, write_json
 from jobmodel.names import ENV_JOB_TABLE, ENV_TEAM_ROLES
-from jobmodel.scheduler import SchedulerConfig
+from jobmodel.scheduler import SHARE_DECAY_SECONDS, SchedulerConfig
 from jobmodel.teams import Team, TeamsConfig
 from testsupport import ACCOUNT, TRIGGER_ENV, create_ledger_table
 
@@ -265,6 +265,7 @@ def scenario(plan: Plan = ISSUE_10, asset: Path | None = None) -> dict[str, Run]
                     capacity=plan.capacity,
                     weight_factors=dict.fromkeys(plan.teams, 1.0),
                     share_policy=policy,
+                    share_decay_s=SHARE_DECAY_SECONDS,  # the platform's policy (fifo ignores it)
                 )
                 table = f"ftl-jobs-{name}"
                 create_ledger_table(dynamodb, table)
@@ -377,10 +378,9 @@ def report(r: dict[str, Any]) -> str:
         f"queue of {plan['capacity']} instances, jobs of {plan['instances']} instances running "
         f"{plan['run_minutes']:g} min; submitted {bursts} (1 s apart).",
         "wait = the trigger's describe queued_seconds; p50/p90 interpolated between ranks.",
-        "The stand-in's fair share counts only the instances a share holds when it dispatches "
-        "(Batch also counts recent use,",
-        "shareDecaySeconds = 3600 on the platform's queue): a team whose job just ended holds "
-        "none, and ties go to the older job.",
+        "The stand-in's fair share counts the instances a share holds plus its use over the "
+        "last shareDecaySeconds",
+        "(3600 on the platform's queue, sandbox/batch_share.py); ties go to the older job.",
     ]
     for policy, title in (("fairshare", "fair share (equal weights)"), ("fifo", "FIFO baseline")):
         s = r[policy]

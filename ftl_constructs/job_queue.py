@@ -45,6 +45,7 @@ from aws_cdk import ArnFormat, Stack, aws_batch, aws_iam
 from constructs import Construct
 
 from jobmodel.queue_state import HEAD_LIMIT_REASONS, QUOTA_LIMIT_REASON
+from jobmodel.scheduler import SHARE_DECAY_SECONDS
 from jobmodel.teams import TeamsConfig
 
 from .nag import acknowledge_resource
@@ -160,7 +161,9 @@ class JobQueue(Construct):
             "SchedulingPolicy",
             name=f"{platform_name}-fairshare",
             fairshare_policy=aws_batch.CfnSchedulingPolicy.FairsharePolicyProperty(
-                share_decay_seconds=3600, compute_reservation=0, share_distribution=shares
+                share_decay_seconds=SHARE_DECAY_SECONDS,
+                compute_reservation=0,
+                share_distribution=shares,
             ),
         )
 

@@ -15,12 +15,21 @@ from dataclasses import dataclass
 from . import _rules as R
 from .names import ENV_JOB_QUEUE, ENV_QUEUE_SHARE_POLICY, ENV_SCHEDULER
 
-__all__ = ["PRIORITY_LIMITS", "SCHEDULERS", "SHARE_POLICIES", "SchedulerConfig"]
+__all__ = [
+    "PRIORITY_LIMITS",
+    "SCHEDULERS",
+    "SHARE_DECAY_SECONDS",
+    "SHARE_POLICIES",
+    "SchedulerConfig",
+]
 
 SCHEDULERS = ("direct", "queue")
 # Batch's schedulingPriority range; a template's queue_priority_range lies inside it.
 PRIORITY_LIMITS = (R.MIN_QUEUE_PRIORITY, R.MAX_QUEUE_PRIORITY)
 SHARE_POLICIES = ("fairshare", "quotashare")
+# The fair-share policy's shareDecaySeconds: a team's use over the last hour still counts when
+# the queue picks whose job starts next, so a team that just ran does not go first again.
+SHARE_DECAY_SECONDS = 3600
 _QUEUE_ARN_PREFIX = "arn:"
 _QUEUE_ARN_MARK = ":job-queue/"
 

@@ -14,13 +14,9 @@ Rules (what is modelled; the real service is the reference):
   its ``InstanceGroups``). Jobs SCHEDULED or RUNNING hold their instances.
 - A submitted job is RUNNABLE at once (Batch sends no event for the submission itself; the
   stand-in records one for RUNNABLE). Its ``statusReason`` says it waits for capacity.
-- Dispatch order, fair share: repeatedly take the share whose (instances held + instances
-  already ordered ahead) x weightFactor is lowest (ties: the share whose next job is older);
-  within a share, higher ``schedulingPriority`` first, then oldest. Usage does not decay
-  (Batch decays it over ``shareDecaySeconds``). A quota-share queue is treated the same with
-  ``quotaShareName`` as the share (an approximation: no borrow limits). A ``fifo`` queue (no
-  Batch counterpart: the queue benchmark's baseline) puts every job in one share whatever its
-  ``shareIdentifier`` says, so jobs start first come, first served.
+- Dispatch order: fair share with usage decayed over the policy's ``shareDecaySeconds``, by
+  ``shareIdentifier`` (``quotaShareName`` on a quota-share queue, an approximation: no
+  borrow limits), or first come first served on a ``fifo`` queue (``sandbox/batch_share.py``).
 - The head of the order starts when it fits in the free capacity (no backfill). A head job
   needing more than the whole capacity waits with reason ``TOO_BIG``; the time limit
   (``head_timeout_s``, if ``head_reasons`` has it) terminates it: FAILED, ``isTerminated``,
@@ -52,15 +48,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobmodel.queue_state import HEAD_LIMIT_REASONS, TIME_LIMIT_TERMINATED
+from sandbox.batch_share import ACTIVE, ENDED, dispatch_order
 from sandbox.deploy import ACCOUNT, REGION
 
 MAX_PAYLOAD = 10 * 1024
 TOO_BIG = "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE"
 TOO_BIG_TEXT = "Service environment(s) associated with the job queue cannot meet the capacity"
 SAGEMAKER_NAME_MAX = 63
-ACTIVE = ("SCHEDULED", "STARTING", "RUNNING")
 _RUNNING = ("Downloading", "Training", "Uploading")  # SageMaker secondary statuses
-ENDED = ("SUCCEEDED", "FAILED")
 
 
 class BatchClientError(Exception):
@@ -76,6 +71,7 @@ class Queue:
     weight_factors: dict[str, float]
     share_policy: str = "fairshare"  # or quotashare, or fifo (one share: see the rules)
     head_reasons: tuple[str, ...] = HEAD_LIMIT_REASONS  # what the time limit acts on
+    share_decay_s: float = 0.0  # the fair-share policy's shareDecaySeconds
 
 
 @dataclass
@@ -136,12 +132,14 @@ class BatchStandIn:
         weight_factors: dict[str, float] | None = None,
         share_policy: str = "fairshare",
         head_reasons: tuple[str, ...] = HEAD_LIMIT_REASONS,
+        share_decay_s: float = 0.0,
     ) -> str:
         arn, factors = batch_arn("job-queue", name), dict(weight_factors or {})
         with self._lock:
             self.queues[name] = Queue(
-                name, arn, capacity, head_timeout_s, factors, share_policy, head_reasons
-            )
+                name, arn, capacity, head_timeout_s, factors, share_policy, head_reasons,
+                share_decay_s,
+            )  # fmt: skip
         return arn
 
     # -------------------------------------------------------------- operations
@@ -295,30 +293,17 @@ class BatchStandIn:
             self._end(head, "FAILED", TIME_LIMIT_TERMINATED + TOO_BIG, terminated=True)
 
     def _order(self, queue: Queue) -> list[Job]:
-        waiting = [j for j in self.jobs.values() if j.queue is queue and j.status == "RUNNABLE"]
-        by_share: dict[str, list[Job]] = {}
-        for job in sorted(waiting, key=lambda j: (-_priority(j), j.created)):
-            by_share.setdefault("" if queue.share_policy == "fifo" else job.share, []).append(job)
-        usage = {s: self._held(queue, s) for s in by_share}
-        order: list[Job] = []
-        while by_share:
-            share = min(
-                by_share,
-                key=lambda s: (usage[s] * queue.weight_factors.get(s, 1.0), by_share[s][0].created),
-            )
-            job = by_share[share].pop(0)
-            order.append(job)
-            usage[share] += job.instances
-            if not by_share[share]:
-                del by_share[share]
-        return order
-
-    def _held(self, queue: Queue, share: str | None = None) -> int:
-        return sum(
-            j.instances
-            for j in self.jobs.values()
-            if j.queue is queue and j.status in ACTIVE and (share is None or j.share == share)
+        return dispatch_order(
+            [j for j in self.jobs.values() if j.queue is queue],
+            now=self.clock(),
+            decay_s=queue.share_decay_s,
+            weights=queue.weight_factors,
+            fifo=queue.share_policy == "fifo",
         )
+
+    def _held(self, queue: Queue) -> int:
+        jobs = self.jobs.values()
+        return sum(j.instances for j in jobs if j.queue is queue and j.status in ACTIVE)
 
     def _start(self, job: Job) -> None:
         payload = json.loads(job.request["serviceRequestPayload"])
@@ -394,7 +379,3 @@ def _instances(payload: dict[str, Any]) -> int:
     if groups:
         return sum(int(g.get("InstanceCount", 0)) for g in groups)
     return int(config.get("InstanceCount", 1))
-
-
-def _priority(job: Job) -> int:
-    return int(job.request.get("schedulingPriority") or 0)

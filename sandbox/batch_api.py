@@ -255,7 +255,8 @@ def configure_from_template(standin: BatchStandIn, template: dict[str, Any]) -> 
         env = by_ref(order["ServiceEnvironment"])
         capacity = sum(int(c["MaxCapacity"]) for c in env.get("CapacityLimits", []))
         policy = by_ref(props["SchedulingPolicyArn"]) if "SchedulingPolicyArn" in props else {}
-        shares = (policy.get("FairsharePolicy") or {}).get("ShareDistribution") or []
+        fairshare = policy.get("FairsharePolicy") or {}
+        shares = fairshare.get("ShareDistribution") or []
         limits = [a for a in props.get("JobStateTimeLimitActions", []) if a["State"] == "RUNNABLE"]
         name = props["JobQueueName"]
         queues[name] = standin.create_queue(
@@ -266,5 +267,6 @@ def configure_from_template(standin: BatchStandIn, template: dict[str, Any]) -> 
             share_policy="quotashare" if "QuotaSharePolicy" in policy else "fairshare",
             # The reasons the limit acts on (Batch matches a waiting job's reason code).
             head_reasons=tuple(a["Reason"] for a in limits if a.get("Action") == "TERMINATE"),
+            share_decay_s=float(fairshare.get("ShareDecaySeconds") or 0),
         )
     return queues

@@ -3,9 +3,11 @@ Batch stand-in, on a fair-share queue and on the FIFO baseline queue.
 
 Two 1-instance slots; alpha submits three jobs, then beta two, one simulated second apart
 (t = 0..4 s), each running 60 simulated minutes. alpha's first two start at once. When the
-first ends (t = 3600 s) alpha still holds one instance and beta none, so fair share starts
-beta's first job before alpha's third; FIFO starts alpha's third. (With two jobs a team both
-orders would be the same: alpha's two start at once and beta's two follow.)
+first ends (t = 3600 s) alpha still holds one instance and beta none: beta's first starts.
+When alpha's second ends (3601 s) alpha holds nothing, but its last hour of use still counts
+(the platform's shareDecaySeconds, 3600), so beta's second starts before alpha's third. FIFO
+starts alpha's third first. (With two jobs a team both orders would be the same: alpha's two
+start at once and beta's two follow.)
 """
 
 from __future__ import annotations
@@ -27,12 +29,12 @@ def waits(run) -> list[float]:
     return [job.wait_s for job in run.jobs]
 
 
-def test_fair_share_starts_beta_before_alphas_third_job(runs):
+def test_fair_share_starts_both_of_betas_jobs_before_alphas_third(runs):
     fair = summarize(runs["fairshare"], TINY)
     assert fair["problems"] == []
-    assert fair["start_order"] == ["alpha", "alpha", "beta", "alpha", "beta"]
-    # a1 a2 start at 0 and 1 s; a1's end starts b1 (t 3600), a2's a3 (3601), b1's b2 (7200).
-    assert waits(runs["fairshare"]) == [0, 0, 3599, 3597, 7196]
+    assert fair["start_order"] == ["alpha", "alpha", "beta", "beta", "alpha"]
+    # a1 a2 start at 0 and 1 s; a1's end starts b1 (t 3600), a2's b2 (3601), b1's a3 (7200).
+    assert waits(runs["fairshare"]) == [0, 0, 7198, 3597, 3597]
     assert fair["teams"]["beta"]["first_start_min"] == pytest.approx(60)
 
 

@@ -133,6 +133,29 @@ def test_capacity_then_fair_share_order(sandbox):
     assert events[0]["detail-type"] == "Batch Service Job State Change"
 
 
+def _finish(sandbox, batch, job_id):
+    arn = batch.describe_service_job(jobId=job_id)["latestAttempt"]["serviceResourceId"]["value"]
+    sandbox.batch.finish_training_job(arn.rsplit("/", 1)[-1])
+
+
+@pytest.mark.parametrize(("decay_s", "next_up"), [(0.0, "a-3"), (3600.0, "b-2")])
+def test_fair_share_counts_recent_use_over_the_decay_window(sandbox, decay_s, next_up):
+    """Team a ran both slots for an hour; when they free, b (waiting since) holds 2 and a holds
+    nothing. Counting only what is held now, a's older job goes next; with Batch's
+    shareDecaySeconds a's last hour of use still counts (2 instances), so b's goes."""
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=4, share_decay_s=decay_s)
+    ids = {f"a-{i}": submit(batch, q, "a", f"a-d{i}-{uuid.uuid4().hex[:4]}") for i in (1, 2, 3)}
+    sandbox.clock.now += 1
+    ids |= {f"b-{i}": submit(batch, q, "b", f"b-d{i}-{uuid.uuid4().hex[:4]}") for i in (1, 2)}
+    sandbox.clock.now += 3600
+    _finish(sandbox, batch, ids["a-1"])  # b-1 starts: b holds 0, a holds 2 (a-2)
+    assert batch.describe_service_job(jobId=ids["b-1"])["status"] == "SCHEDULED"
+    _finish(sandbox, batch, ids["a-2"])  # a: 0 held; b: 2 held; a-3 is older than b-2
+    status = {k: batch.describe_service_job(jobId=v)["status"] for k, v in ids.items()}
+    assert [k for k in ("a-3", "b-2") if status[k] == "SCHEDULED"] == [next_up]
+
+
 def test_terminating_a_queued_job_starts_nothing(sandbox):
     batch = _client(sandbox, "batch")
     q = queue(sandbox, capacity=2)
