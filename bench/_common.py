@@ -5,6 +5,8 @@ The fixtures tests use too (account, ARNs, image, trigger env) live in ``testsup
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -13,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -198,3 +200,17 @@ def write_json(path: str | None, data: object) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
+class _Sink(io.TextIOBase):
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+@contextlib.contextmanager
+def handler_output_discarded() -> Iterator[None]:
+    """While a handler is timed, its standard output (the fleet metrics' EMF lines, which Lambda
+    sends to CloudWatch Logs) goes nowhere: it still formats and writes every line, so the cost
+    stays in the timing, but the benchmark's own report is not buried under them."""
+    with contextlib.redirect_stdout(_Sink()):
+        yield

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench._common import fmt_ms, percentile, write_json
+from bench._common import fmt_ms, handler_output_discarded, percentile, write_json
 
 SUBMISSIONS = 1000
 WORKERS = 8
@@ -294,7 +294,8 @@ def run(submissions: int = SUBMISSIONS, workers: int = WORKERS) -> dict[str, Any
             ]
             trigger = DeployedFunction(box.endpoint, name)
             runtime = trigger.module.RUNTIME
-            result = submit_many(trigger, runtime, submissions=submissions, workers=workers)
+            with handler_output_discarded():
+                result = submit_many(trigger, runtime, submissions=submissions, workers=workers)
             problems = check(result, runtime.sagemaker, runtime.dynamodb, runtime.table_name)
     finally:
         os.environ.clear()

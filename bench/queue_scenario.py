@@ -39,8 +39,6 @@ numbers the run's wall-clock time and the trigger's submit latency (moto in this
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import math
 import os
@@ -53,7 +51,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench._common import fmt_ms, offline_env, percentile, tempdir, trigger_asset, write_json
+from bench._common import (
+    fmt_ms,
+    handler_output_discarded,
+    offline_env,
+    percentile,
+    tempdir,
+    trigger_asset,
+    write_json,
+)
 from jobmodel.names import ENV_JOB_TABLE, ENV_TEAM_ROLES
 from jobmodel.scheduler import SHARE_DECAY_SECONDS, SchedulerConfig
 from jobmodel.teams import Team, TeamsConfig
@@ -138,7 +144,7 @@ class Trigger:
     def __call__(self, team: str, event: dict[str, Any]) -> tuple[dict[str, Any], float]:
         from sandbox.runner import Context
 
-        with contextlib.redirect_stdout(io.StringIO()):  # the fleet metrics' EMF lines
+        with handler_output_discarded():
             started = time.perf_counter()
             result = self.module.handler(event, Context(FUNCTION, f"team-{team}"))
             took = time.perf_counter() - started

@@ -31,6 +31,7 @@ from typing import Any
 from bench._common import (
     REQUEST,
     fmt_ms,
+    handler_output_discarded,
     offline_env,
     percentile,
     tempdir,
@@ -123,13 +124,14 @@ def run(iterations: int = 2000) -> dict[str, Any]:
         direct = Mode(_load(asset, "handler_direct", base), queued=False)
         queued = Mode(_load(asset, "handler_queue", base | queue_env), queued=True)
         times: dict[str, list[float]] = {"direct": [], "queue": []}
-        for _ in range(50):  # warm-up
-            direct.submit()
-            queued.submit()
-        gc.collect()
-        for _ in range(iterations):
-            times["direct"].append(direct.submit())
-            times["queue"].append(queued.submit())
+        with handler_output_discarded():
+            for _ in range(50):  # warm-up
+                direct.submit()
+                queued.submit()
+            gc.collect()
+            for _ in range(iterations):
+                times["direct"].append(direct.submit())
+                times["queue"].append(queued.submit())
         direct.check()
         queued.check()
     finally:

@@ -34,6 +34,7 @@ from typing import Any
 from bench._common import (
     REQUEST,
     fmt_ms,
+    handler_output_discarded,
     launcher_renderer,
     offline_env,
     percentile,
@@ -129,7 +130,8 @@ def launcher_full_path(iterations: int) -> dict[str, float]:
             if result.get("status") != "InProgress":
                 raise RuntimeError(f"unexpected handler result: {result}")
 
-        timing = _timed(one, iterations, before=queue)
+        with handler_output_discarded():
+            timing = _timed(one, iterations, before=queue)
         sagemaker.assert_no_pending_responses()
         dynamodb.assert_no_pending_responses()
         return _stats(timing)
