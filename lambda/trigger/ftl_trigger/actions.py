@@ -105,11 +105,12 @@ class Launcher(SubmitFlow, QueueFlow):
                 before = job["status"]
                 # Conditional on the status read: a job-events write that came first wins,
                 # and only the writer that applied a status change publishes its metrics.
-                written = self._ledger_call(self.usage.finish, job, changes) or self._ledger_call(
+                released = self._ledger_call(self.usage.finish, job, changes)
+                written = released or self._ledger_call(
                     self.ledger.update_job, name, changes, expect_status=before
                 )
                 if written:
-                    self._transition(before, {**job, **changes})
+                    self._transition(before, {**job, **changes}, released=released)
             job.update(changes)
         return job, None
 
@@ -252,12 +253,24 @@ class Launcher(SubmitFlow, QueueFlow):
     def _stamp(self) -> str:
         return timestamp(self.rt.now())
 
-    def _transition(self, old_status: str | None, job: Mapping[str, Any]) -> None:
+    def _transition(
+        self, old_status: str | None, job: Mapping[str, Any], *, released: bool = False
+    ) -> None:
         """Print the fleet metrics (EMF, ``jobmodel.fleet_metrics``) of a status change this
-        invocation wrote; Lambda sends standard output to CloudWatch Logs."""
+        invocation wrote; Lambda sends standard output to CloudWatch Logs. ``released``: the
+        write gave a team job's usage back (its cost joined the month's spend), so the line
+        carries the team's month-to-date spend for the budget alarms, as the job-events
+        function's does."""
+        month_spend = None
+        if released and job.get("team") is not None:
+            month_spend = self._ledger_call(self.usage.month_spend, job["team"])
         now_ms = int(self.rt.now().timestamp() * 1000)
         line = FM.job_line(
-            old_status, job, platform=self.rt.platform.platform_name, timestamp_ms=now_ms
+            old_status,
+            job,
+            platform=self.rt.platform.platform_name,
+            timestamp_ms=now_ms,
+            month_spend_usd=month_spend,
         )
         if line is not None:
             print(line, flush=True)

@@ -250,7 +250,7 @@ class QueueFlow:
                 if release is not None:
                     merged["usage_released"] = True
                 merged = {k: v for k, v in merged.items() if v is not None}
-                self._transition(job["status"], merged)
+                self._transition(job["status"], merged, released=release is not None)
                 return merged
             fresh = self._ledger_call(self.ledger.get_job, name)
             if fresh is None:

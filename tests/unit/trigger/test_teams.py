@@ -8,7 +8,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.lambda_support import client, create_ledger_table, http_event, load_handler, trigger_env
+from tests.lambda_support import (
+    client,
+    create_ledger_table,
+    emf_records,
+    http_event,
+    load_handler,
+    trigger_env,
+)
 from tests.unit.trigger.conftest import TRIGGER_DIR, Launcher
 from testsupport import ACCOUNT
 
@@ -249,6 +256,20 @@ def test_submit_returns_the_estimate_and_describe_the_cost(teams, prefix):
     unknown = teams(job(prefix, instance_type="ml.g6.xlarge"), alias="team-alpha")
     assert unknown["estimated_max_cost_usd"] is None
     assert "ml.g6.xlarge" in unknown["estimate_unknown_reason"]
+
+
+def test_a_team_jobs_end_seen_by_describe_reports_the_teams_month_spend(teams, prefix, capsys):
+    """When describe records the end of a team job (and gives its usage back) before the
+    job-events function does, its fleet-metrics line carries the team's month-to-date spend,
+    which the budget alarms read; the job-events function then publishes nothing for it."""
+    name = teams(job(prefix, spot=False), alias="team-alpha")["job_name"]
+    capsys.readouterr()
+    described = teams({"action": "describe", "job_name": name}, alias="team-alpha")
+    assert described["status"] == "Completed"
+    (line,) = emf_records(capsys.readouterr().out)
+    assert line["JobName"] == name and line["Team"] == "alpha" and line["JobsCompleted"] == 1
+    spend = teams({"action": "whoami"}, alias="team-alpha")["usage"]
+    assert line["MonthSpendUsd"] == pytest.approx(spend["month_spend_usd"])
 
 
 @pytest.fixture
