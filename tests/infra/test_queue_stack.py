@@ -121,34 +121,16 @@ def test_service_environment_and_queue_follow_the_context(queue):
             "CapacityLimits": [{"CapacityUnit": "NUM_INSTANCES", "MaxCapacity": 8}],
         },
     )
+    # The queue's own shape (service environment order, time limits) is the construct's test
+    # (tests/infra/test_job_queue.py); here: the stack names it and takes the context's limit.
     queue.has_resource_properties(
         "AWS::Batch::JobQueue",
         {
             "JobQueueName": "ftl-training",
             "JobQueueType": "SAGEMAKER_TRAINING",
-            "ServiceEnvironmentOrder": [
-                {
-                    "Order": 1,
-                    "ServiceEnvironment": {
-                        "Fn::GetAtt": [Match.any_value(), "ServiceEnvironmentArn"]
-                    },
-                }
-            ],
-            "SchedulingPolicyArn": {"Fn::GetAtt": [Match.any_value(), "Arn"]},
-            # TERMINATE (a SageMaker queue accepts no other action), once per reason Batch
-            # can act on; a job merely waiting its turn has none of these reasons.
-            "JobStateTimeLimitActions": [
-                {
-                    "Action": "TERMINATE",
-                    "State": "RUNNABLE",
-                    "MaxTimeSeconds": 1800,
-                    "Reason": reason,
-                }
-                for reason in (
-                    "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
-                    "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
-                )
-            ],
+            "JobStateTimeLimitActions": Match.array_with(
+                [Match.object_like({"State": "RUNNABLE", "MaxTimeSeconds": 1800})]
+            ),
         },
     )
     queue.has_resource_properties(

@@ -97,3 +97,24 @@ def events(moto_endpoint, monkeypatch, prefix) -> Events:
     }
     module = load_handler(EVENTS_DIR, monkeypatch, env)
     return Events(module, moto_endpoint, table, queue)
+
+
+def put_team_job(events: Events, name: str) -> None:
+    """A 2-instance p4d job of team nlp the trigger has claimed (status Submitting)."""
+    events.put_job(
+        name,
+        status="Submitting",
+        team="nlp",
+        instance_type="ml.p4d.24xlarge",
+        instance_count=2,
+        price_usd_per_hour=30.0,
+        estimated_max_cost_usd=60.0,
+    )
+
+
+@pytest.fixture
+def queued(events, prefix) -> str:
+    """A team job the trigger submitted, and the team's usage holding it."""
+    put_team_job(events, prefix)
+    events.put_usage("nlp", events.month(), instances=2, reserved=60.0)
+    return prefix

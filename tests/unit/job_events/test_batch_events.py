@@ -23,22 +23,6 @@ HEAD_REASON = (
 )
 
 
-@pytest.fixture
-def queued(events, prefix):
-    """A team job the trigger submitted to the queue, and the team's usage holding it."""
-    events.put_job(
-        prefix,
-        status="Submitting",
-        team="nlp",
-        instance_type="ml.p4d.24xlarge",
-        instance_count=2,
-        price_usd_per_hour=30.0,
-        estimated_max_cost_usd=60.0,
-    )
-    events.put_usage("nlp", events.month(), instances=2, reserved=60.0)
-    return prefix
-
-
 def test_a_runnable_job_is_queued_with_its_reason_and_time(events, queued):
     result = events(batch(queued, "RUNNABLE"))
     assert result["updated"] is True and result["queue_reason"] == "waiting for capacity"

@@ -8,23 +8,12 @@ import threading
 import pytest
 
 from jobmodel.errors import Conflict
+from tests.unit.job_events.conftest import put_team_job
 from tests.unit.job_events.sequences import T0, batch, life, sagemaker
 
 
-def _team_job(events, name):
-    events.put_job(
-        name,
-        status="Submitting",
-        team="nlp",
-        instance_type="ml.p4d.24xlarge",
-        instance_count=2,
-        price_usd_per_hour=30.0,
-        estimated_max_cost_usd=60.0,
-    )
-
-
 def test_an_event_that_loses_the_race_is_applied_on_top_of_the_winner(events, prefix, monkeypatch):
-    _team_job(events, prefix)
+    put_team_job(events, prefix)
     ledger = events.runtime.recorder.ledger
     read = ledger.get_job
     reads: list[str] = []
@@ -50,7 +39,7 @@ def test_an_event_that_loses_the_race_is_applied_on_top_of_the_winner(events, pr
 
 
 def test_a_job_that_keeps_changing_gives_the_event_back_to_eventbridge(events, prefix, monkeypatch):
-    _team_job(events, prefix)
+    put_team_job(events, prefix)
     recorder = events.runtime.recorder
     monkeypatch.setattr(recorder.ledger, "update_job_if_unchanged", lambda *a, **k: False)
     monkeypatch.setattr(recorder, "sleep", lambda _: None)
@@ -62,7 +51,7 @@ def test_a_job_that_keeps_changing_gives_the_event_back_to_eventbridge(events, p
 def test_concurrent_events_of_many_jobs_lose_nothing(events, prefix, capsys):
     names = [f"{prefix}-{i}" for i in range(4)]
     for name in names:
-        _team_job(events, name)
+        put_team_job(events, name)
     events.put_usage("nlp", events.month(), instances=8, reserved=240.0)
     errors: list[BaseException] = []
 

@@ -5,25 +5,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from jobmodel.fleet_metrics import DIMENSION_SETS, METRICS, NAMESPACE
 from tests.unit.job_events.sequences import batch, life
-
-
-@pytest.fixture
-def job(events, prefix):
-    events.put_job(
-        prefix,
-        status="Submitting",
-        team="nlp",
-        instance_type="ml.p4d.24xlarge",
-        instance_count=2,
-        price_usd_per_hour=30.0,
-        estimated_max_cost_usd=60.0,
-    )
-    events.put_usage("nlp", events.month(), instances=2, reserved=60.0)
-    return prefix
 
 
 def _lines(capsys) -> list[dict]:
@@ -37,8 +20,8 @@ def _values(doc: dict) -> dict[str, float]:
     return {m["Name"]: doc[m["Name"]] for m in directive["Metrics"]}
 
 
-def test_each_applied_transition_writes_one_emf_line(events, job, capsys):
-    runnable, scheduled, started, running, completed, succeeded = life(job)
+def test_each_applied_transition_writes_one_emf_line(events, queued, capsys):
+    runnable, scheduled, started, running, completed, succeeded = life(queued)
     capsys.readouterr()
     events(runnable)
     (doc,) = _lines(capsys)
@@ -59,7 +42,7 @@ def test_each_applied_transition_writes_one_emf_line(events, job, capsys):
         "nlp",
         "ml.p4d.24xlarge",
     )
-    assert doc["JobName"] == job and isinstance(doc["_aws"]["Timestamp"], int)
+    assert doc["JobName"] == queued and isinstance(doc["_aws"]["Timestamp"], int)
     assert _values(doc) == {"JobsQueued": 1, "InstancesQueuedChange": 2.0}
 
     events(scheduled)
@@ -86,20 +69,20 @@ def test_each_applied_transition_writes_one_emf_line(events, job, capsys):
     assert _lines(capsys) == []
 
 
-def test_replays_and_dropped_events_write_nothing(events, job, capsys):
-    sequence = life(job)
+def test_replays_and_dropped_events_write_nothing(events, queued, capsys):
+    sequence = life(queued)
     for event in sequence:
         events(event)
     capsys.readouterr()
     for event in sequence:
         assert events(event)["updated"] is False
     events({"source": "aws.batch", "detail-type": "Batch Service Job State Change"})
-    events(batch(f"{job}-unknown", "RUNNABLE"))
+    events(batch(f"{queued}-unknown", "RUNNABLE"))
     assert capsys.readouterr().out == ""
 
 
-def test_a_cost_learned_after_the_end_is_published_once_without_a_second_end(events, job, capsys):
-    *_, completed, succeeded = life(job)
+def test_a_late_cost_is_published_once_without_a_second_end(events, queued, capsys):
+    *_, completed, succeeded = life(queued)
     capsys.readouterr()
     events(succeeded)
     (ended,) = _lines(capsys)
