@@ -35,8 +35,18 @@ class _BatchResource:
     """A Batch resource moto does not model: its ARN, nothing else. (A mixin: moto lists only
     direct subclasses of ``CloudFormationModel`` as models.)"""
 
-    KIND = ""
-    ATTRIBUTE = ""
+    KIND = ""  # in the ARN
+    ATTRIBUTE = ""  # what Fn::GetAtt answers (besides Ref)
+    CFN_TYPE = ""
+    NAME_PROPERTY = ""  # the property that names it
+
+    @classmethod
+    def cloudformation_type(cls) -> str:
+        return cls.CFN_TYPE
+
+    @classmethod
+    def cloudformation_name_type(cls) -> str:
+        return cls.NAME_PROPERTY
 
     def __init__(self, arn: str) -> None:
         self.physical_resource_id = arn  # Ref gives the ARN
@@ -89,38 +99,17 @@ class _BatchResource:
 
 class ServiceEnvironmentResource(_BatchResource, CloudFormationModel):  # type: ignore[misc]
     KIND, ATTRIBUTE = "service-environment", "ServiceEnvironmentArn"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return "ServiceEnvironmentName"
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Batch::ServiceEnvironment"
+    CFN_TYPE, NAME_PROPERTY = "AWS::Batch::ServiceEnvironment", "ServiceEnvironmentName"
 
 
 class SchedulingPolicyResource(_BatchResource, CloudFormationModel):  # type: ignore[misc]
     KIND, ATTRIBUTE = "scheduling-policy", "Arn"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return "Name"
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Batch::SchedulingPolicy"
+    CFN_TYPE, NAME_PROPERTY = "AWS::Batch::SchedulingPolicy", "Name"
 
 
 class QuotaShareResource(_BatchResource, CloudFormationModel):  # type: ignore[misc]
     KIND, ATTRIBUTE = "quota-share", "QuotaShareArn"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return "QuotaShareName"
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Batch::QuotaShare"
+    CFN_TYPE, NAME_PROPERTY = "AWS::Batch::QuotaShare", "QuotaShareName"
 
     @classmethod
     def arn(cls, name: str, properties: dict[str, Any]) -> str:
@@ -132,14 +121,7 @@ class JobQueueResource(_BatchResource, CloudFormationModel):  # type: ignore[mis
     """``SAGEMAKER_TRAINING`` queues are the stand-in's; other queues stay moto's."""
 
     KIND, ATTRIBUTE = "job-queue", "JobQueueArn"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return "JobQueueName"
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Batch::JobQueue"
+    CFN_TYPE, NAME_PROPERTY = "AWS::Batch::JobQueue", "JobQueueName"
 
     @classmethod
     def create_from_cloudformation_json(  # type: ignore[override]
