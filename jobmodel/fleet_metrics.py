@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .pricing import spot_savings_usd
+from .queue_state import waited_seconds
 
 __all__ = [
     "DIMENSION_SETS",
@@ -207,13 +208,11 @@ def job_line(
 ) -> str | None:
     """The EMF line for a ledger job that moved from ``old_status`` to its ``status`` (the job
     as written); ``None`` when the move publishes nothing."""
-    queued, dequeued = job.get("queued_ms"), job.get("dequeued_ms")
-    waited = None if queued is None or dequeued is None else (int(dequeued) - int(queued)) / 1000
     values = transition_metrics(
         old_status,
         str(job.get("status")),
         instance_count=int(job.get("instance_count") or 1),
-        queued_seconds=waited,
+        queued_seconds=waited_seconds(job),
         **job_spend(job, month_spend_usd),
     )
     return emf_line(

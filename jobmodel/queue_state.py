@@ -57,6 +57,7 @@ __all__ = [
     "from_service_job",
     "ledger_job_name",
     "merge",
+    "waited_seconds",
 ]
 
 BATCH_STATUSES = (
@@ -113,9 +114,7 @@ class QueueUpdate:
     @property
     def queued_seconds(self) -> float | None:
         """Time spent queued, once the job has left the queue."""
-        if self.queued_ms is None or self.dequeued_ms is None:
-            return None
-        return max(0, self.dequeued_ms - self.queued_ms) / 1000
+        return waited_seconds({"queued_ms": self.queued_ms, "dequeued_ms": self.dequeued_ms})
 
     def fields(self) -> dict[str, Any]:
         """The ledger attributes this update sets (``None`` values left out)."""
@@ -198,6 +197,17 @@ def from_service_job(detail: Mapping[str, Any], *, observed_ms: int | None = Non
         queued_ms=created,
         dequeued_ms=dequeued,
     )
+
+
+def waited_seconds(record: Mapping[str, Any], *, now_ms: int | None = None) -> float | None:
+    """Seconds a ledger job waited in the queue, from ``queued_ms`` to ``dequeued_ms``; for a
+    job still waiting (no ``dequeued_ms``) up to ``now_ms`` when given. None when unknown."""
+    start, end = record.get("queued_ms"), record.get("dequeued_ms")
+    if end is None:
+        end = now_ms
+    if start is None or end is None:
+        return None
+    return max(0, int(end) - int(start)) / 1000
 
 
 def ledger_job_name(training_job_name: str) -> str:

@@ -23,7 +23,7 @@ from ftl_trigger.ledger import REVISION, MonthTurned
 from jobmodel import TERMINAL_STATUSES, JobModelError, NotFound, UpstreamError
 from jobmodel.names import timestamp
 from jobmodel.pricing import cost_usd
-from jobmodel.queue_state import classify_reason, merge
+from jobmodel.queue_state import classify_reason, merge, waited_seconds
 
 LOG = logging.getLogger("ftl.trigger")
 WAITING = ("Queued", "Scheduled")  # statuses Batch still decides
@@ -194,14 +194,9 @@ class QueueFlow:
 
     def _queued_seconds(self, job: Mapping[str, Any]) -> float | None:
         """Waited so far while Queued; the whole wait once the job left the queue."""
-        start, end = job.get("queued_ms"), job.get("dequeued_ms")
-        if start is None:
-            return None
-        if job["status"] == "Queued" and end is None:
-            end = epoch_ms(self.rt.now())
-        if end is None:
-            return None
-        return round(max(0, int(end) - int(start)) / 1000, 3)
+        now_ms = epoch_ms(self.rt.now()) if job["status"] == "Queued" else None
+        seconds = waited_seconds(job, now_ms=now_ms)
+        return None if seconds is None else round(seconds, 3)
 
     # ---------------------------------------------------------------- writes
     def _apply(
