@@ -284,6 +284,12 @@ def test_bad_http_requests(launcher, event, field):
     assert body(resp)["error"]["field"] == field
 
 
+@pytest.mark.parametrize("token", ["garbage", ".\x80", "e30.é"])
+def test_bad_next_tokens_on_the_direct_door(launcher, token):
+    err = launcher({"action": "list", "next_token": token})["error"]
+    assert (err["type"], err["field"]) == ("ValidationError", "next_token")
+
+
 @pytest.mark.parametrize("event", [None, [], "submit", 3, {"action": "launch"}])
 def test_bad_direct_events(launcher, event):
     err = launcher(event)["error"]
