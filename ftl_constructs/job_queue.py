@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from aws_cdk import ArnFormat, Stack, aws_batch, aws_iam
 from constructs import Construct
 
+from jobmodel.names import BATCH_TRAINING_JOB_PREFIX
 from jobmodel.queue_state import HEAD_LIMIT_REASONS, QUOTA_LIMIT_REASON
 from jobmodel.scheduler import SHARE_DECAY_SECONDS
 from jobmodel.teams import TeamsConfig
@@ -52,8 +53,6 @@ from .nag import acknowledge_resource
 from .settings import QueueSettings
 
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
-# Batch names the SageMaker job it starts ``AWSBatch<jobName><32 hex>`` (docs/QUEUE.md).
-BATCH_TRAINING_JOB_PREFIX = "AWSBatch"
 DEFAULT_SHARE = "default"  # the one share of a single-team deployment
 MIN_WEIGHT_FACTOR, MAX_WEIGHT_FACTOR = 0.0001, 999.9999
 
@@ -195,6 +194,15 @@ class JobQueue(Construct):
             )
         return shares
 
+    def quota_share_arn(self, name: str) -> str:
+        """ARN of one quota share of this queue (``job-queue/<queue>/quota-share/<name>``)."""
+        return Stack.of(self).format_arn(
+            service="batch",
+            resource="job-queue",
+            resource_name=f"{self.queue_name}/quota-share/{name}",
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
+
     def service_job_arn_pattern(self) -> str:
         """ARN of any service job in this account and region (Batch names jobs by id)."""
         return Stack.of(self).format_arn(
@@ -227,23 +235,35 @@ class JobQueue(Construct):
         Returns one grant for every statement (``apply_before`` orders a construct after
         them). The IAM5 finding on the service-job ARN pattern is acknowledged on the
         grantee's principal (the role whose policy holds the statements)."""
+        # SubmitServiceJob is authorized on the queue AND on the new service job (both
+        # required resource types), and on the quota share the request names (quota-share
+        # queues); Describe/ListServiceJobs take no resource type at all (only "*").
+        submit_resources = [
+            self.queue_arn,
+            self.service_job_arn_pattern(),
+            *(self.quota_share_arn(share.quota_share_name) for share in self.quota_shares),
+        ]
         grants = [
             aws_iam.Grant.add_to_principal(
                 grantee=grantee,
                 actions=["batch:SubmitServiceJob"],
+                resource_arns=submit_resources,
+            ),
+            aws_iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=["batch:GetJobQueueSnapshot"],
                 resource_arns=[self.queue_arn],
             ),
             aws_iam.Grant.add_to_principal(
                 grantee=grantee,
-                actions=["batch:ListServiceJobs", "batch:GetJobQueueSnapshot"],
-                resource_arns=[self.queue_arn],
+                actions=["batch:DescribeServiceJob", "batch:ListServiceJobs"],
+                resource_arns=["*"],
             ),
-            # Describe/Terminate name a job id, not the queue: scoping them to this queue's
-            # jobs is not possible (Batch does not expose the queue as a condition key), so
-            # they are scoped to service-job ARNs of this account and region.
+            # Terminate names a job id, not the queue: Batch offers no queue condition key, so
+            # it is scoped to service-job ARNs of this account and region.
             aws_iam.Grant.add_to_principal(
                 grantee=grantee,
-                actions=["batch:DescribeServiceJob", "batch:TerminateServiceJob"],
+                actions=["batch:TerminateServiceJob"],
                 resource_arns=[self.service_job_arn_pattern()],
             ),
             aws_iam.Grant.add_to_principal(
@@ -261,6 +281,13 @@ class JobQueue(Construct):
                 "Batch names service jobs by a generated id and offers no queue condition "
                 "key; describe/terminate/tag are limited to service jobs in this account "
                 "and region, and the trigger only acts on job ids from its own ledger",
+            )
+            acknowledge_resource(
+                holder,
+                "*",
+                "batch:DescribeServiceJob and batch:ListServiceJobs support no resource type "
+                "(the Service Authorization Reference lists none), so only '*' can grant them; "
+                "they read job state and change nothing",
             )
         if training_role_arns:
             grants.append(

@@ -2,7 +2,7 @@
 
 Every condition key here is one the SageMaker service authorization reference lists for the
 action (``CreateTrainingJob``: ``sagemaker:InstanceTypes``, ``MaxRuntimeInSeconds``,
-``OutputKmsKey``, ``VolumeKmsKey``, ``NetworkIsolation``, ``InterContainerTrafficEncryption``,
+``OutputKmsKeyArn``, ``VolumeKmsKeyArn``, ``NetworkIsolation``, ``InterContainerTrafficEncryption``,
 ``VpcSubnets``, ``VpcSecurityGroupIds``, ``KeepAlivePeriod``, ``EnableRemoteDebug``,
 ``aws:RequestTag``; ``AddTags``: ``sagemaker:TaggingAction``; ``DescribeTrainingJob`` and
 ``StopTrainingJob``: ``aws:ResourceTag``). What IAM cannot see (the image, the entry point, the
@@ -27,6 +27,8 @@ from jobmodel.names import PLATFORM_TAG_KEY
 PLATFORM_TAG = PLATFORM_TAG_KEY
 TEAM_TAG = "ftl:team"
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
+OUTPUT_KMS_KEY = "sagemaker:OutputKmsKeyArn"
+VOLUME_KMS_KEY = "sagemaker:VolumeKmsKeyArn"
 
 # Instance types whose storage is EBS: SageMaker encrypts their volume with VolumeKmsKeyId, so a
 # job on one of them must name the platform key. The NVMe types reject the field (their instance
@@ -78,8 +80,10 @@ def create_conditions(
         "NumericLessThanEqualsIfExists": {
             "sagemaker:KeepAlivePeriod": str(max(s.keep_alive_seconds for s in specs))
         },
-        "ArnEquals": {"sagemaker:OutputKmsKey": key.key_arn},
-        "ArnEqualsIfExists": {"sagemaker:VolumeKmsKey": key.key_arn},
+        # The ...Arn keys: AWS deprecated OutputKmsKey/VolumeKmsKey and no longer lists them
+        # for CreateTrainingJob (a policy on them would never match, or always deny).
+        "ArnEquals": {OUTPUT_KMS_KEY: key.key_arn},
+        "ArnEqualsIfExists": {VOLUME_KMS_KEY: key.key_arn},
         "StringEquals": tags,
     }
     for flag, attr in (
@@ -135,7 +139,7 @@ def launch_statements(
             resources=jobs,
             conditions={
                 "ForAnyValue:StringEquals": {"sagemaker:InstanceTypes": list(EBS_INSTANCE_TYPES)},
-                "Null": {"sagemaker:VolumeKmsKey": "true"},
+                "Null": {VOLUME_KMS_KEY: "true"},
             },
         ),
         iam.PolicyStatement(

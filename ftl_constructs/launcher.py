@@ -278,7 +278,13 @@ class JobLauncher(Construct):
                     "dynamodb:ConditionCheckItem",
                     "dynamodb:Query",
                 ],
-                resources=[self.table.table_arn, f"{self.table.table_arn}/index/by-created"],
+                # Both indexes: list queries by-created, and by-team for a team member's
+                # list (and an admin's list with ``team``).
+                resources=[
+                    self.table.table_arn,
+                    f"{self.table.table_arn}/index/{JOB_INDEX}",
+                    f"{self.table.table_arn}/index/{TEAM_INDEX}",
+                ],
             ),
         )
 

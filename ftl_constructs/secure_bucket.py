@@ -75,11 +75,18 @@ def platform_key_upload_rules(bucket: s3.IBucket, key: kms.IKey) -> list[iam.Pol
             conditions=conditions,
         )
 
+    # A header the request does not send must not trigger a deny: each rule on a header's
+    # value is guarded by Null = false (the header is present). ``StringNotEqualsIfExists``
+    # would be true for an absent header and deny every plain upload, UploadPart, and
+    # SageMaker's checkpoint and multipart writes.
     return [
-        deny("DenyUploadsNotSseKms", {"StringNotEqualsIfExists": {_SSE: "aws:kms"}}),
+        deny(
+            "DenyUploadsNotSseKms",
+            {"StringNotEquals": {_SSE: "aws:kms"}, "Null": {_SSE: "false"}},
+        ),
         deny(
             "DenyUploadsUnderOtherKeys",
-            {"StringNotEqualsIfExists": {_SSE_KEY: [key.key_arn, key.key_id]}},
+            {"StringNotEquals": {_SSE_KEY: [key.key_arn, key.key_id]}, "Null": {_SSE_KEY: "false"}},
         ),
         deny(
             "DenyUploadsUnderTheAwsManagedKey",

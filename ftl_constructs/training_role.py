@@ -12,7 +12,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge, acknowledge_resource
-from jobmodel.names import TRAINING_LOG_GROUP
+from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, TRAINING_LOG_GROUP
 
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
 
@@ -79,6 +79,19 @@ class TrainingRole(Construct):
         ]
         self._allow_inputs(data_bucket, checkpoint_bucket, artifact_bucket, objects, team, whole)
         self._allow_outputs(checkpoint_bucket, artifact_bucket, objects, team)
+        # SageMaker names each stream ``<job name>/algo-<n>-<epoch>``; a team's jobs are
+        # ``<team>-*`` (direct) or ``AWSBatch<team>-*`` (queued), so a team role writes only
+        # its own jobs' streams (the platform-wide role: every stream of the group).
+        streams = [f"{team}-*", f"{BATCH_TRAINING_JOB_PREFIX}{team}-*"] if team else ["*"]
+        self.log_stream_arns = [
+            stack.format_arn(
+                service="logs",
+                resource="log-group",
+                resource_name=f"{TRAINING_LOG_GROUP}:log-stream:{name}",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for name in streams
+        ]
         self._allow_key_logs_and_images(encryption_key, log_group_arn)
         if vpc is not None and security_group is not None:
             self._allow_vpc(stack, vpc, list(subnets), security_group)
@@ -183,14 +196,14 @@ class TrainingRole(Construct):
                 conditions={"Bool": {"kms:GrantIsForAWSResource": "true"}},
             ),
             iam.PolicyStatement(
-                sid="WriteTrainingLogs",
-                actions=[
-                    "logs:CreateLogGroup",
-                    "logs:CreateLogStream",
-                    "logs:PutLogEvents",
-                    "logs:DescribeLogStreams",
-                ],
+                sid="UseTrainingLogGroup",
+                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
                 resources=[log_group_arn],
+            ),
+            iam.PolicyStatement(
+                sid="WriteOwnJobsLogStreams",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=self.log_stream_arns,
             ),
             iam.PolicyStatement(
                 sid="PutTrainingMetrics",
@@ -323,5 +336,12 @@ class TrainingRole(Construct):
         acknowledge_resource(
             self.policy,
             log_group_arn,
-            "SageMaker names one log stream per job and host in this log group.",
+            "The one training log group (SageMaker's fixed name); group-level actions only.",
         )
+        for arn in self.log_stream_arns:
+            acknowledge_resource(
+                self.policy,
+                arn,
+                "SageMaker names one log stream per job and host (<job>/algo-<n>-...); a team "
+                "role writes only the streams of its team's job names.",
+            )

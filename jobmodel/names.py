@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 __all__ = [
+    "BATCH_TRAINING_JOB_PREFIX",
     "ENV_CATALOG_PATH",
     "ENV_JOB_QUEUE",
     "ENV_JOB_TABLE",
@@ -36,6 +37,9 @@ PLATFORM_TAG_KEY = "ftl:platform"
 # training job ``AWSBatch<name><32 hex>`` and may have to cut a long name to fit SageMaker's
 # 63 characters, so job events find the ledger job by this tag first.
 JOB_NAME_TAG_KEY = "ftl:job-name"
+
+# AWS Batch names the SageMaker training job it starts ``AWSBatch<job name><32 hex>``.
+BATCH_TRAINING_JOB_PREFIX = "AWSBatch"
 
 # Where SageMaker writes training jobs' logs (streams ``<job name>/...``).
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"

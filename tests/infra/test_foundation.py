@@ -215,7 +215,8 @@ def test_training_role_statements_are_scoped(foundation):
         "ReadWriteCheckpoints",
         "WriteModelArtifacts",
         "UsePlatformKey",
-        "WriteTrainingLogs",
+        "UseTrainingLogGroup",
+        "WriteOwnJobsLogStreams",
     ):
         assert "*" not in _as_list(s[sid]["Resource"]), sid
 
@@ -345,12 +346,15 @@ def test_kms_buckets_refuse_uploads_not_under_the_platform_key(foundation):
     sse = "s3:x-amz-server-side-encryption"
     for policy in guarded:
         s = _deny_sids(policy)
+        # Each value rule applies only when its header is sent (Null = false): a plain upload
+        # gets the bucket default, the platform key (the authorization check tries it).
         assert s["DenyUploadsNotSseKms"]["Condition"] == {
-            "StringNotEqualsIfExists": {sse: "aws:kms"}
+            "StringNotEquals": {sse: "aws:kms"},
+            "Null": {sse: "false"},
         }
-        key_ids = s["DenyUploadsUnderOtherKeys"]["Condition"]["StringNotEqualsIfExists"][
-            f"{sse}-aws-kms-key-id"
-        ]
+        other_keys = s["DenyUploadsUnderOtherKeys"]["Condition"]
+        assert other_keys["Null"] == {f"{sse}-aws-kms-key-id": "false"}
+        key_ids = other_keys["StringNotEquals"][f"{sse}-aws-kms-key-id"]
         assert "PlatformKey" in key_ids[0]["Fn::GetAtt"][0] and "PlatformKey" in key_ids[1]["Ref"]
         assert s["DenyUploadsUnderTheAwsManagedKey"]["Condition"] == {
             "StringEquals": {sse: "aws:kms"},

@@ -175,9 +175,11 @@ def _statements(t):
 def test_submitter_may_submit_to_this_queue_only(fair):
     stmts = _statements(fair[2])
     (submit,) = [s for s in stmts if s["Action"] == "batch:SubmitServiceJob"]
-    assert submit["Resource"] == {"Fn::GetAtt": [Match.any_value(), "JobQueueArn"]} or (
-        submit["Resource"]["Fn::GetAtt"][1] == "JobQueueArn"
-    )
+    # The queue and the new service job: both resource types the action requires.
+    queue, service_job = submit["Resource"]
+    assert queue["Fn::GetAtt"][1] == "JobQueueArn"
+    joined = "".join(p if isinstance(p, str) else "" for p in service_job["Fn::Join"][1])
+    assert joined.endswith(":service-job/*")
     (passrole,) = [s for s in stmts if s["Action"] == "iam:PassRole"]
     assert sorted(passrole["Resource"]) == sorted(ROLES)
     assert passrole["Condition"] == {
@@ -196,8 +198,12 @@ def test_submitter_may_submit_to_this_queue_only(fair):
         "iam:PassRole",
     }
     assert not any(a.startswith("sagemaker:") for a in actions)
+    # Describe/ListServiceJobs take no resource type: "*" is the only resource that grants them.
     (follow,) = [s for s in stmts if "batch:DescribeServiceJob" in s["Action"]]
-    joined = "".join(p if isinstance(p, str) else "" for p in follow["Resource"]["Fn::Join"][1])
+    assert follow["Resource"] == "*"
+    assert sorted(follow["Action"]) == ["batch:DescribeServiceJob", "batch:ListServiceJobs"]
+    (stop,) = [s for s in stmts if "batch:TerminateServiceJob" in s["Action"]]
+    joined = "".join(p if isinstance(p, str) else "" for p in stop["Resource"]["Fn::Join"][1])
     assert joined == "arn::batch:us-east-1:123456789012:service-job/*"
 
 

@@ -44,8 +44,8 @@ def test_create_training_job_is_pinned_by_condition_keys(launcher):
     assert cond["NumericLessThanEquals"]["sagemaker:MaxRuntimeInSeconds"] == str(
         max(spec.max_runtime_seconds for spec in shipped_catalog().values())
     )
-    assert "sagemaker:OutputKmsKey" in cond["ArnEquals"]
-    assert "sagemaker:VolumeKmsKey" in cond["ArnEqualsIfExists"]
+    assert "sagemaker:OutputKmsKeyArn" in cond["ArnEquals"]
+    assert "sagemaker:VolumeKmsKeyArn" in cond["ArnEqualsIfExists"]
     assert cond["StringEquals"] == {"aws:RequestTag/ftl:platform": "ftl"}
     assert cond["Bool"] == {
         "sagemaker:NetworkIsolation": "false",
@@ -320,7 +320,7 @@ def test_remote_debugging_is_denied(launcher):
 def test_ebs_instance_types_must_name_a_volume_key(launcher):
     s = _statements(launcher, "TriggerPolicy")["DenyEbsVolumesWithoutPlatformKey"]
     assert s["Effect"] == "Deny" and s["Action"] == "sagemaker:CreateTrainingJob"
-    assert s["Condition"]["Null"] == {"sagemaker:VolumeKmsKey": "true"}
+    assert s["Condition"]["Null"] == {"sagemaker:VolumeKmsKeyArn": "true"}
     ebs = set(s["Condition"]["ForAnyValue:StringEquals"]["sagemaker:InstanceTypes"])
     assert ebs == {n for n, i in INSTANCE_TYPES.items() if not i.local_nvme}
     for nvme in ("ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.48xlarge", "ml.g5.xlarge"):

@@ -205,16 +205,15 @@ def test_trigger_environment_names_the_scheduler_and_the_queue(queue):
 def test_trigger_submits_to_this_queue_only_and_passes_only_the_team_roles(queue_teams):
     statements = _trigger_statements(queue_teams)
     (submit,) = [s for s in statements if "batch:SubmitServiceJob" in _actions(s)]
-    (queue_arn,) = _resources(submit)
+    # Both resource types SubmitServiceJob requires: this queue and the new service job.
+    queue_arn, service_job = _resources(submit)
     assert queue_arn["Fn::GetAtt"][1] == "JobQueueArn"
-    assert set(_actions(submit)) <= {
-        "batch:SubmitServiceJob",
-        "batch:ListServiceJobs",
-        "batch:GetJobQueueSnapshot",
-    }
+    assert _joined(service_job).endswith(":service-job/*")
+    assert set(_actions(submit)) <= {"batch:SubmitServiceJob", "batch:TerminateServiceJob"}
     for s in statements:
-        if any(a.startswith("batch:") for a in _actions(s)):
-            assert "*" not in _resources(s), s
+        if "*" in _resources(s):
+            # Describe/ListServiceJobs take no resource type: only "*" grants them.
+            assert set(_actions(s)) <= {"batch:DescribeServiceJob", "batch:ListServiceJobs"}, s
     (passrole,) = [s for s in statements if "iam:PassRole" in _actions(s)]
     roles = _resources(passrole)
     assert len(roles) == 2 and all("Fn::ImportValue" in r for r in roles)

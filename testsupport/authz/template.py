@@ -1,0 +1,399 @@
+"""The synthesized stacks with their intrinsics resolved, and the policies in them.
+
+CloudFormation would give every resource a physical name; here each gets a deterministic fake
+one of the right shape (an ARN where ``Ref`` returns an ARN, a bucket name where it returns a
+name), so the policies and the trigger's environment resolve to the same strings. Cross-stack
+``Fn::ImportValue`` reads the exporting stack's output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from testsupport.authz.evaluate import Policy, as_list, statements
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+PARTITION = "aws"
+
+
+def _token(*parts: str, n: int = 8) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:n]
+
+
+@dataclass
+class Stacks:
+    """Templates by stack name, resolved on demand."""
+
+    templates: Mapping[str, Mapping[str, Any]]
+    _exports: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for stack, template in self.templates.items():
+            for output in template.get("Outputs", {}).values():
+                name = output.get("Export", {}).get("Name")
+                if name is not None:
+                    self._exports[self.resolve(stack, name)] = (stack, output["Value"])
+
+    # ------------------------------------------------------------------ physical names
+    def _name(self, stack: str, logical: str, prop: str | None, *, lower: bool = False) -> str:
+        props = self.templates[stack]["Resources"][logical].get("Properties", {})
+        if prop and prop in props:
+            return str(self.resolve(stack, props[prop]))
+        name = f"{stack}-{logical}-{_token(stack, logical)}"
+        return name.lower() if lower else name
+
+    def ref(self, stack: str, logical: str) -> Any:
+        params = self.templates[stack].get("Parameters", {})
+        if logical in params:
+            return params[logical].get("Default", f"{logical}-parameter")
+        pseudo = {
+            "AWS::Region": REGION,
+            "AWS::AccountId": ACCOUNT,
+            "AWS::Partition": PARTITION,
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": stack,
+            "AWS::NoValue": None,
+        }
+        if logical in pseudo:
+            return pseudo[logical]
+        rtype = self.templates[stack]["Resources"][logical]["Type"]
+        a = f"{REGION}:{ACCOUNT}"
+        match rtype:
+            case "AWS::S3::Bucket":
+                return self._name(stack, logical, "BucketName", lower=True)
+            case "AWS::KMS::Key":
+                t = _token(stack, logical, n=32)
+                return f"{t[:8]}-{t[8:12]}-{t[12:16]}-{t[16:20]}-{t[20:32]}"
+            case "AWS::Lambda::Function":
+                return self._name(stack, logical, "FunctionName")
+            case "AWS::Lambda::Alias":
+                props = self.templates[stack]["Resources"][logical]["Properties"]
+                fn = self.resolve(stack, props["FunctionName"])
+                fn = fn if fn.startswith("arn:") else f"arn:aws:lambda:{a}:function:{fn}"
+                return f"{fn}:{self.resolve(stack, props['Name'])}"
+            case "AWS::Lambda::Version":
+                props = self.templates[stack]["Resources"][logical]["Properties"]
+                fn = self.resolve(stack, props["FunctionName"])
+                fn = fn if fn.startswith("arn:") else f"arn:aws:lambda:{a}:function:{fn}"
+                return f"{fn}:1"
+            case "AWS::IAM::Role":
+                return self._name(stack, logical, "RoleName")[:64]
+            case "AWS::IAM::ManagedPolicy":
+                name = self._name(stack, logical, "ManagedPolicyName")
+                return f"arn:aws:iam::{ACCOUNT}:policy/{name}"
+            case "AWS::DynamoDB::Table":
+                return self._name(stack, logical, "TableName")
+            case "AWS::SNS::Topic":
+                return f"arn:aws:sns:{a}:{self._name(stack, logical, 'TopicName')}"
+            case "AWS::SQS::Queue":
+                name = self._name(stack, logical, "QueueName")
+                return f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}"
+            case "AWS::Batch::JobQueue":
+                return f"arn:aws:batch:{a}:job-queue/{self._name(stack, logical, 'JobQueueName')}"
+            case "AWS::Batch::SchedulingPolicy":
+                return f"arn:aws:batch:{a}:scheduling-policy/{self._name(stack, logical, 'Name')}"
+            case "AWS::Batch::ServiceEnvironment":
+                name = self._name(stack, logical, "ServiceEnvironmentName")
+                return f"arn:aws:batch:{a}:service-environment/{name}"
+            case "AWS::Batch::QuotaShare":
+                props = self.templates[stack]["Resources"][logical]["Properties"]
+                queue = self.resolve(stack, props["JobQueue"])
+                return f"{queue}/quota-share/{props['QuotaShareName']}"
+            case "AWS::EC2::VPC":
+                return f"vpc-{_token(stack, logical, n=17)}"
+            case "AWS::EC2::Subnet":
+                return f"subnet-{_token(stack, logical, n=17)}"
+            case "AWS::EC2::SecurityGroup":
+                return f"sg-{_token(stack, logical, n=17)}"
+            case "AWS::EC2::VPCEndpoint":
+                return f"vpce-{_token(stack, logical, n=17)}"
+            case "AWS::ApiGatewayV2::Api":
+                return _token(stack, logical, n=10)
+            case "AWS::Logs::LogGroup":
+                return self._name(stack, logical, "LogGroupName")
+            case "AWS::Events::Rule":
+                return self._name(stack, logical, "Name")
+        return f"{logical}-{_token(stack, logical)}"
+
+    def get_att(self, stack: str, logical: str, attr: str) -> Any:
+        rtype = self.templates[stack]["Resources"][logical]["Type"]
+        ref = self.ref(stack, logical)
+        a = f"{REGION}:{ACCOUNT}"
+        table = {
+            ("AWS::S3::Bucket", "Arn"): f"arn:aws:s3:::{ref}",
+            ("AWS::S3::Bucket", "RegionalDomainName"): f"{ref}.s3.{REGION}.amazonaws.com",
+            ("AWS::S3::Bucket", "DomainName"): f"{ref}.s3.amazonaws.com",
+            ("AWS::KMS::Key", "Arn"): f"arn:aws:kms:{a}:key/{ref}",
+            ("AWS::KMS::Key", "KeyId"): ref,
+            ("AWS::Lambda::Function", "Arn"): f"arn:aws:lambda:{a}:function:{ref}",
+            ("AWS::Lambda::Version", "Version"): "1",
+            ("AWS::IAM::Role", "Arn"): f"arn:aws:iam::{ACCOUNT}:role/{ref}",
+            ("AWS::IAM::Role", "RoleId"): f"AROA{_token(stack, logical, n=16).upper()}",
+            ("AWS::DynamoDB::Table", "Arn"): f"arn:aws:dynamodb:{a}:table/{ref}",
+            ("AWS::DynamoDB::Table", "StreamArn"): f"arn:aws:dynamodb:{a}:table/{ref}/stream/x",
+            ("AWS::SNS::Topic", "TopicArn"): ref,
+            ("AWS::SNS::Topic", "TopicName"): ref.rsplit(":", 1)[-1],
+            ("AWS::SQS::Queue", "Arn"): f"arn:aws:sqs:{a}:{str(ref).rsplit('/', 1)[-1]}",
+            ("AWS::SQS::Queue", "QueueName"): str(ref).rsplit("/", 1)[-1],
+            ("AWS::Batch::JobQueue", "JobQueueArn"): ref,
+            ("AWS::Batch::SchedulingPolicy", "Arn"): ref,
+            ("AWS::Batch::ServiceEnvironment", "ServiceEnvironmentArn"): ref,
+            ("AWS::Batch::QuotaShare", "QuotaShareArn"): ref,
+            ("AWS::EC2::SecurityGroup", "GroupId"): ref,
+            ("AWS::EC2::VPC", "CidrBlock"): "10.0.0.0/16",
+            ("AWS::Logs::LogGroup", "Arn"): f"arn:aws:logs:{a}:log-group:{ref}:*",
+            ("AWS::Events::Rule", "Arn"): f"arn:aws:events:{a}:rule/{ref}",
+            (
+                "AWS::ApiGatewayV2::Api",
+                "ApiEndpoint",
+            ): f"https://{ref}.execute-api.{REGION}.amazonaws.com",
+            ("AWS::ApiGatewayV2::Api", "ApiId"): ref,
+        }
+        if (rtype, attr) in table:
+            return table[(rtype, attr)]
+        return f"{ref}.{attr}"
+
+    # ------------------------------------------------------------------ intrinsics
+    def resolve(self, stack: str, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(stack, v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if len(value) == 1:
+            ((fn, arg),) = value.items()
+            if fn == "Ref":
+                return self.ref(stack, arg)
+            if fn == "Fn::GetAtt":
+                logical, attr = arg if isinstance(arg, list) else arg.split(".", 1)
+                return self.get_att(stack, logical, attr)
+            if fn == "Fn::Join":
+                sep, parts = arg
+                return sep.join(str(self.resolve(stack, p)) for p in self.resolve(stack, parts))
+            if fn == "Fn::Select":
+                index, items = arg
+                return self.resolve(stack, items)[int(self.resolve(stack, index))]
+            if fn == "Fn::Split":
+                sep, text = arg
+                return str(self.resolve(stack, text)).split(sep)
+            if fn == "Fn::GetAZs":
+                return [f"{REGION}a", f"{REGION}b", f"{REGION}c"]
+            if fn == "Fn::ImportValue":
+                exporter, exported = self._exports[self.resolve(stack, arg)]
+                return self.resolve(exporter, exported)
+            if fn == "Fn::Sub":
+                text, variables = (arg, {}) if isinstance(arg, str) else arg
+
+                def sub(m: re.Match[str]) -> str:
+                    name = m.group(1)
+                    if name in variables:
+                        return str(self.resolve(stack, variables[name]))
+                    if "." in name:
+                        logical, attr = name.split(".", 1)
+                        return str(self.get_att(stack, logical, attr))
+                    return str(self.ref(stack, name))
+
+                return re.sub(r"\$\{([^}!]+)\}", sub, text)
+            if fn == "Fn::If":
+                cond, yes, no = arg
+                return self.resolve(stack, yes if self.condition(stack, cond) else no)
+            if fn.startswith("Fn::"):
+                raise NotImplementedError(f"{fn} in {stack}")
+        return {k: self.resolve(stack, v) for k, v in value.items()}
+
+    def condition(self, stack: str, name: str) -> bool:
+        return bool(self._cond(stack, self.templates[stack]["Conditions"][name]))
+
+    def _cond(self, stack: str, expr: Any) -> Any:
+        if isinstance(expr, dict) and len(expr) == 1:
+            ((fn, arg),) = expr.items()
+            if fn == "Fn::Equals":
+                a, b = (self._cond(stack, x) for x in arg)
+                return a == b
+            if fn == "Fn::Not":
+                return not self._cond(stack, arg[0])
+            if fn == "Fn::And":
+                return all(self._cond(stack, x) for x in arg)
+            if fn == "Fn::Or":
+                return any(self._cond(stack, x) for x in arg)
+            if fn == "Condition":
+                return self.condition(stack, arg)
+            if fn == "Fn::Contains":
+                items, item = (self._cond(stack, x) for x in arg)
+                return item in items
+        return self.resolve(stack, expr)
+
+    # ------------------------------------------------------------------ reading
+    def resources(self, rtype: str) -> list[tuple[str, str, dict[str, Any]]]:
+        """(stack, logical id, resolved properties) of every resource of a type."""
+        found = []
+        for stack, template in self.templates.items():
+            for logical, resource in template["Resources"].items():
+                if resource["Type"] == rtype:
+                    if "Condition" in resource and not self.condition(stack, resource["Condition"]):
+                        continue
+                    props = self.resolve(stack, resource.get("Properties", {}))
+                    found.append((stack, logical, props))
+        return found
+
+    def path(self, stack: str, logical: str) -> str:
+        meta = self.templates[stack]["Resources"][logical].get("Metadata", {})
+        return str(meta.get("aws:cdk:path", f"{stack}/{logical}"))
+
+
+@dataclass
+class PolicySet:
+    """Every policy of a deployment: identity policies by role ARN, resource policies by the
+    ARN pattern of the resource they are attached to."""
+
+    identity: dict[str, list[Policy]]
+    resource: dict[str, list[Policy]]
+    managed: dict[str, Policy]  # customer-managed policies by ARN (a team's, the admins')
+    role_names: dict[str, str]  # role ARN -> construct path
+    endpoints: list[Policy]  # VPC endpoint policies (S3 gateway)
+
+    def for_principal(self, arn: str) -> list[Policy]:
+        return self.identity.get(arn, [])
+
+
+# AWS managed policies the stacks attach, as AWS publishes them (the parts the platform uses).
+AWS_MANAGED = {
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole": {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+                "Resource": "*",
+            }
+        ],
+    },
+}
+
+
+def policy_set(stacks: Stacks) -> PolicySet:
+    identity: dict[str, list[Policy]] = {}
+    role_names: dict[str, str] = {}
+    role_arn_by_name: dict[str, str] = {}
+    for stack, logical, props in stacks.resources("AWS::IAM::Role"):
+        arn = stacks.get_att(stack, logical, "Arn")
+        name = stacks.ref(stack, logical)
+        role_arn_by_name[name] = arn
+        role_names[arn] = stacks.path(stack, logical)
+        docs = identity.setdefault(arn, [])
+        for inline in props.get("Policies", []) or []:
+            docs.append(
+                Policy(
+                    inline["PolicyDocument"],
+                    f"{stacks.path(stack, logical)} {inline['PolicyName']}",
+                )
+            )
+        for managed in props.get("ManagedPolicyArns", []) or []:
+            if managed in AWS_MANAGED:
+                docs.append(Policy(AWS_MANAGED[managed], managed))
+    managed_by_arn: dict[str, Policy] = {}
+    for stack, logical, props in stacks.resources("AWS::IAM::ManagedPolicy"):
+        policy = Policy(props["PolicyDocument"], stacks.path(stack, logical))
+        managed_by_arn[stacks.ref(stack, logical)] = policy
+        for role in props.get("Roles", []) or []:
+            identity.setdefault(role_arn_by_name.get(role, role), []).append(policy)
+    for stack, logical, props in stacks.resources("AWS::IAM::Policy"):
+        policy = Policy(props["PolicyDocument"], stacks.path(stack, logical))
+        for role in props.get("Roles", []) or []:
+            identity.setdefault(
+                role_arn_by_name.get(role, f"arn:aws:iam::{ACCOUNT}:role/{role}"), []
+            ).append(policy)
+    resource: dict[str, list[Policy]] = {}
+    for stack, logical, props in stacks.resources("AWS::S3::BucketPolicy"):
+        bucket = props["Bucket"]
+        policy = Policy(props["PolicyDocument"], stacks.path(stack, logical), "resource")
+        resource.setdefault(f"arn:aws:s3:::{bucket}", []).append(policy)
+        resource.setdefault(f"arn:aws:s3:::{bucket}/*", []).append(policy)
+    for stack, logical, props in stacks.resources("AWS::KMS::Key"):
+        arn = stacks.get_att(stack, logical, "Arn")
+        resource.setdefault(arn, []).append(
+            Policy(props["KeyPolicy"], stacks.path(stack, logical), "kms")
+        )
+    for stack, logical, props in stacks.resources("AWS::SNS::TopicPolicy"):
+        for topic in props["Topics"]:
+            resource.setdefault(topic, []).append(
+                Policy(props["PolicyDocument"], stacks.path(stack, logical), "resource")
+            )
+    for stack, logical, props in stacks.resources("AWS::SQS::QueuePolicy"):
+        for url in props["Queues"]:
+            name = str(url).rsplit("/", 1)[-1]
+            resource.setdefault(f"arn:aws:sqs:{REGION}:{ACCOUNT}:{name}", []).append(
+                Policy(props["PolicyDocument"], stacks.path(stack, logical), "resource")
+            )
+    for stack, logical, props in stacks.resources("AWS::Lambda::Permission"):
+        fn = props["FunctionName"]
+        fn = (
+            fn if str(fn).startswith("arn:") else f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{fn}"
+        )
+        statement: dict[str, Any] = {
+            "Sid": logical,
+            "Effect": "Allow",
+            "Action": props["Action"],
+            "Resource": fn,
+        }
+        principal = props["Principal"]
+        statement["Principal"] = (
+            {"Service": principal} if principal.endswith(".amazonaws.com") else {"AWS": principal}
+        )
+        cond: dict[str, dict[str, str]] = {}
+        if "SourceArn" in props:
+            cond.setdefault("ArnLike", {})["aws:SourceArn"] = props["SourceArn"]
+        if "SourceAccount" in props:
+            cond.setdefault("StringEquals", {})["aws:SourceAccount"] = props["SourceAccount"]
+        if cond:
+            statement["Condition"] = cond
+        resource.setdefault(fn, []).append(
+            Policy({"Statement": [statement]}, stacks.path(stack, logical), "resource")
+        )
+    endpoints = [
+        Policy(props["PolicyDocument"], stacks.path(stack, logical), "endpoint")
+        for stack, logical, props in stacks.resources("AWS::EC2::VPCEndpoint")
+        if props.get("PolicyDocument")
+    ]
+    return PolicySet(identity, resource, managed_by_arn, role_names, endpoints)
+
+
+def all_documents(stacks: Stacks) -> list[tuple[str, str, str, Mapping[str, Any]]]:
+    """(stack, construct path, kind, document) of every policy document in the templates."""
+    found: list[tuple[str, str, str, Mapping[str, Any]]] = []
+    kinds = {
+        "AWS::IAM::Policy": ("PolicyDocument", "identity"),
+        "AWS::IAM::ManagedPolicy": ("PolicyDocument", "identity"),
+        "AWS::S3::BucketPolicy": ("PolicyDocument", "resource"),
+        "AWS::KMS::Key": ("KeyPolicy", "resource"),
+        "AWS::SNS::TopicPolicy": ("PolicyDocument", "resource"),
+        "AWS::SQS::QueuePolicy": ("PolicyDocument", "resource"),
+        "AWS::EC2::VPCEndpoint": ("PolicyDocument", "endpoint"),
+    }
+    for rtype, (prop, kind) in kinds.items():
+        for stack, logical, props in stacks.resources(rtype):
+            if props.get(prop):
+                found.append((stack, stacks.path(stack, logical), kind, props[prop]))
+    for stack, logical, props in stacks.resources("AWS::IAM::Role"):
+        for inline in props.get("Policies", []) or []:
+            found.append((stack, stacks.path(stack, logical), "identity", inline["PolicyDocument"]))
+        trust = props.get("AssumeRolePolicyDocument")
+        if trust:
+            found.append((stack, stacks.path(stack, logical), "trust", trust))
+    return found
+
+
+__all__ = [
+    "ACCOUNT",
+    "REGION",
+    "PolicySet",
+    "Stacks",
+    "all_documents",
+    "as_list",
+    "policy_set",
+    "statements",
+]
