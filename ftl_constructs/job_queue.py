@@ -215,10 +215,11 @@ class JobQueue(Construct):
     def training_job_arns(self, teams: Sequence[str] = ()) -> list[str]:
         """The SageMaker training jobs Batch starts from this queue: Batch names each one
         ``AWSBatch<jobName><32 hex>``, so a team's jobs (``<team>-...``) are
-        ``AWSBatch<team>-*`` (every job without teams)."""
-        names = [f"{BATCH_TRAINING_JOB_PREFIX}{team}-*" for team in teams] or [
-            f"{BATCH_TRAINING_JOB_PREFIX}*"
-        ]
+        ``awsbatch<team>-*`` in their (lower-case) ARNs (every job without teams)."""
+        # SageMaker writes the job name lower-case in the job's ARN, which is what IAM matches
+        # (case-sensitively): "AWSBatch..." in a resource would never match a Batch job.
+        prefix = BATCH_TRAINING_JOB_PREFIX.lower()
+        names = [f"{prefix}{team}-*" for team in teams] or [f"{prefix}*"]
         return [
             Stack.of(self).format_arn(
                 service="sagemaker", resource="training-job", resource_name=name

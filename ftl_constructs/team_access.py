@@ -2,22 +2,26 @@
 
 The trigger decides the caller's team from the alias it was invoked through
 (``context.invoked_function_arn``), never from the event, so IAM decides who is which team:
-whoever may invoke ``team-<name>`` acts as team ``<name>``. The platform team attaches a team's
-managed policy to that team's roles; it grants exactly ``lambda:InvokeFunction`` on the team's
-alias and ``execute-api:Invoke`` on the HTTP API's routes (on that door the team comes from the
-caller's IAM ARN). Admins get the ``admin`` alias and policy the same way.
+whoever may invoke ``team-<name>`` acts as team ``<name>``. The platform team attaches a
+team's managed policy to that team's roles; it grants ``lambda:InvokeFunction`` on the team's
+alias, ``execute-api:Invoke`` on the HTTP API's routes (on that door the team comes from the
+caller's IAM ARN), ``cloudformation:DescribeStacks`` on the launcher stack and the two log
+reads of ``ftl logs``, and denies invoking the ``http`` alias. Admins get the ``admin`` alias
+and policy the same way.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge_resource
+from jobmodel.names import TRAINING_LOG_GROUP
 from jobmodel.routes import Route
 from jobmodel.teams import TeamsConfig
 
@@ -54,8 +58,22 @@ class TeamAccess(Construct):
         api: apigw.IHttpApi,
         routes: Sequence[Route],
         teams: TeamsConfig,
+        http_alias: lambda_.IAlias,
     ) -> None:
         super().__init__(scope, id)
+        stack = Stack.of(self)
+        self._http_alias_arn = http_alias.function_arn
+        # What the client needs beyond the doors (README, "The rights the client needs"):
+        # finding the launcher from its stack's outputs, and `ftl logs`.
+        self._launcher_stack_arn = stack.format_arn(
+            service="cloudformation", resource="stack", resource_name=f"{stack.stack_name}/*"
+        )
+        self._training_logs_arn = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{TRAINING_LOG_GROUP}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
         # "/jobs/{job_name}" -> "/jobs/*": one ARN per route of the API.
         self.route_arns = [api.arn_for_execute_api(r.method, r.glob, "*") for r in routes]
         self.aliases: dict[str, lambda_.Alias] = {}
@@ -93,7 +111,36 @@ class TeamAccess(Construct):
                 iam.PolicyStatement(
                     sid="CallJobApi", actions=["execute-api:Invoke"], resources=self.route_arns
                 ),
+                iam.PolicyStatement(
+                    sid="FindLauncher",
+                    actions=["cloudformation:DescribeStacks"],
+                    resources=[self._launcher_stack_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="ReadTrainingLogs",
+                    actions=["logs:DescribeLogStreams", "logs:FilterLogEvents"],
+                    resources=[self._training_logs_arn],
+                ),
+                # The `http` alias believes the caller identity an API Gateway event names; only
+                # the API may invoke it. No policy the platform hands out lets anyone else.
+                iam.PolicyStatement(
+                    sid="DenyHttpDoorInvoke",
+                    effect=iam.Effect.DENY,
+                    actions=["lambda:InvokeFunction"],
+                    resources=[self._http_alias_arn],
+                ),
             ],
+        )
+        acknowledge_resource(
+            policy,
+            self._launcher_stack_arn,
+            "A stack's ARN ends in an id CloudFormation generates; the name is fixed.",
+        )
+        acknowledge_resource(
+            policy,
+            self._training_logs_arn,
+            "`ftl logs` reads the one training log group (SageMaker's fixed name); the README "
+            "says these rights read other jobs' logs too.",
         )
         for arn in self.route_arns:
             acknowledge_resource(

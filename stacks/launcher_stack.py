@@ -78,6 +78,7 @@ class LauncherStack(Stack):
                 api=self.launcher.api,
                 routes=self.launcher.routes,
                 teams=settings.teams,
+                http_alias=self.launcher.http_alias,
             )
             if settings.teams.enabled
             else None

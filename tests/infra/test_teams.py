@@ -137,8 +137,19 @@ def test_each_managed_policy_grants_exactly_its_alias_and_the_api_routes(launche
     seen = set()
     for policy in policies.values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
-        assert [s["Effect"] for s in statements] == ["Allow", "Allow"]
-        invoke, api = statements
+        assert [s["Sid"] for s in statements] == [
+            "InvokeOwnAlias",
+            "CallJobApi",
+            "FindLauncher",
+            "ReadTrainingLogs",
+            "DenyHttpDoorInvoke",
+        ]
+        invoke, api, find, logs, deny_http = statements
+        assert find["Action"] == "cloudformation:DescribeStacks"
+        assert sorted(logs["Action"]) == ["logs:DescribeLogStreams", "logs:FilterLogEvents"]
+        # the http alias trusts the identity an API Gateway event names: nobody else invokes it
+        assert deny_http["Effect"] == "Deny" and deny_http["Action"] == "lambda:InvokeFunction"
+        assert deny_http["Resource"] == {"Ref": aliases["http"][0]}
         assert invoke["Action"] == "lambda:InvokeFunction"
         (name,) = [n for n, (lid, _) in aliases.items() if invoke["Resource"] == {"Ref": lid}]
         assert name != "http"

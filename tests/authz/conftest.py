@@ -1,0 +1,52 @@
+"""The authorization check: one moto sandbox and one synth per documented configuration,
+shared by the check's tests (kept on one xdist worker so each configuration runs once)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+import pytest
+
+from tests.authz.harness import CONFIGURATIONS, Deployment, TriggerRun, run_trigger
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/authz/" in str(item.path):
+            item.add_marker(pytest.mark.xdist_group("authz"))
+
+
+@pytest.fixture(scope="session")
+def authz_sandbox() -> Iterator[Any]:
+    from sandbox.batch_api import BatchSandbox
+
+    with BatchSandbox() as sandbox:
+        yield sandbox
+
+
+@cache
+def deployment(name: str) -> Deployment:
+    return Deployment(CONFIGURATIONS[name][0])
+
+
+_RUNS: dict[str, TriggerRun] = {}
+
+
+@pytest.fixture
+def trigger_run(authz_sandbox: Any) -> Any:
+    """``trigger_run(name)``: the trigger driven through the configuration (once per run)."""
+
+    def run(name: str) -> TriggerRun:
+        if name not in _RUNS:
+            with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
+                _RUNS[name] = run_trigger(
+                    deployment(name), authz_sandbox, mp, CONFIGURATIONS[name][1]
+                )
+        return _RUNS[name]
+
+    return run

@@ -1,0 +1,439 @@
+"""One documented configuration, synthesized, with its principals driven through their work.
+
+``Deployment(context)`` synthesizes the app (cdk-nag included), resolves the templates and
+collects every policy. ``run_trigger`` loads the trigger from source with the synthesized
+function's own environment (resolved) against the moto sandbox, drives it through submit (every
+template x allowed instance type, per team), describe, list, stop, and records every AWS call
+it makes. The training roles' requests are what SageMaker does for each job the trigger asked
+for (reads of its inputs and the source archive, checkpoint, output and TensorBoard writes
+with their multipart parts, logs, metrics, image pulls, the volume key grant, ENIs in a VPC).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, JOB_NAME_TAG_KEY, TRAINING_LOG_GROUP
+from tests.infra.synth import synth
+from tests.lambda_support import ROOT, FakeContext, client, load_handler
+from testsupport import create_ledger_table
+from testsupport.authz.evaluate import Decision, Policy, Request, evaluate
+from testsupport.authz.record import Call, recording
+from testsupport.authz.requests import ACCOUNT, REGION, Mapper, training_job_arn
+from testsupport.authz.template import PolicySet, Stacks, policy_set
+
+TRIGGER_DIR = ROOT / "lambda" / "trigger"
+EVENTS_DIR = ROOT / "lambda" / "job_events"
+
+
+@dataclass
+class Outcome:
+    request: Request
+    decision: Decision
+
+
+@dataclass
+class Deployment:
+    context: Mapping[str, Any]
+    stacks: Stacks = field(init=False)
+    policies: PolicySet = field(init=False)
+    asset_dir: Path = field(init=False)
+    _app: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        app, _ = synth(**self.context)
+        assembly = app.synth()
+        self._app = app
+        self.asset_dir = Path(assembly.directory)
+        self.stacks = Stacks({s.stack_name: s.template for s in assembly.stacks})
+        self.policies = policy_set(self.stacks)
+        self.mapper = Mapper(encrypted=self._encrypted())
+
+    # ------------------------------------------------------------------ facts
+    def function(self, logical_prefix: str) -> dict[str, Any]:
+        (found,) = [
+            (stack, logical, props)
+            for stack, logical, props in self.stacks.resources("AWS::Lambda::Function")
+            if logical.startswith(logical_prefix)
+        ]
+        return {"stack": found[0], "logical": found[1], **found[2]}
+
+    def trigger_env(self) -> dict[str, str]:
+        return dict(self.function("LauncherTriggerFunction")["Environment"]["Variables"])
+
+    def trigger_role(self) -> str:
+        return str(self.function("LauncherTriggerFunction")["Role"])
+
+    def events_role(self) -> str:
+        return str(self.function("JobEventsHandlerFunction")["Role"])
+
+    def trigger_catalog(self) -> Path:
+        code = self.function("LauncherTriggerFunction")["Code"]
+        asset = str(code["S3Key"]).removesuffix(".zip")
+        return self.asset_dir / f"asset.{asset}" / "catalog.json"
+
+    def key_arn(self) -> str:
+        (key,) = [
+            self.stacks.get_att(stack, logical, "Arn")
+            for stack, logical, _ in self.stacks.resources("AWS::KMS::Key")
+        ]
+        return str(key)
+
+    def _encrypted(self) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for stack, logical, props in self.stacks.resources("AWS::DynamoDB::Table"):
+            key = props.get("SSESpecification", {}).get("KMSMasterKeyId")
+            if key:
+                found[str(self.stacks.get_att(stack, logical, "Arn"))] = _key_arn(key)
+        for stack, logical, props in self.stacks.resources("AWS::SNS::Topic"):
+            key = props.get("KmsMasterKeyId")
+            if key:
+                found[str(self.stacks.ref(stack, logical))] = _key_arn(key)
+        for stack, logical, props in self.stacks.resources("AWS::S3::Bucket"):
+            for rule in props.get("BucketEncryption", {}).get(
+                "ServerSideEncryptionConfiguration", []
+            ):
+                key = rule.get("ServerSideEncryptionByDefault", {}).get("KMSMasterKeyID")
+                if key:
+                    found[f"arn:aws:s3:::{self.stacks.ref(stack, logical)}/"] = _key_arn(key)
+        return found
+
+    # ------------------------------------------------------------------ evaluation
+    def evaluate(self, request: Request, *, extra_identity: Iterable[Policy] = ()) -> Decision:
+        identity = [*self.policies.for_principal(request.principal), *extra_identity]
+        resource = dict(self.policies.resource)
+        if request.context.get("_via_endpoint") and self.policies.endpoints:
+            for endpoint in self.policies.endpoints:
+                resource.setdefault("arn:aws:s3:::*", []).append(endpoint)
+        ctx = {k: v for k, v in request.context.items() if not k.startswith("_")}
+        full = Request(
+            request.principal,
+            request.action,
+            request.resources,
+            {
+                "aws:SecureTransport": True,
+                "aws:PrincipalArn": request.principal,
+                "aws:PrincipalAccount": ACCOUNT,
+                "aws:RequestedRegion": REGION,
+                **ctx,
+            },
+            request.source,
+        )
+        return evaluate(full, identity, resource, account=ACCOUNT)
+
+    def evaluate_all(self, requests: Iterable[Request], **kw: Any) -> list[Outcome]:
+        unique: dict[Any, Request] = {}
+        for r in requests:
+            unique.setdefault(r.key(), r)
+        return [Outcome(r, self.evaluate(r, **kw)) for r in unique.values()]
+
+
+def _key_arn(value: Any) -> str:
+    text = str(value)
+    return text if text.startswith("arn:") else f"arn:aws:kms:{REGION}:{ACCOUNT}:key/{text}"
+
+
+def denied(outcomes: Iterable[Outcome]) -> list[str]:
+    return [
+        f"{o.request.principal} {o.request.action} {list(o.request.resources)} "
+        f"(from {o.request.source}): {o.decision.reason}"
+        for o in outcomes
+        if not o.decision.allowed
+    ]
+
+
+# ---------------------------------------------------------------------------- the trigger
+@dataclass
+class TriggerRun:
+    calls: list[tuple[str, Call]]  # (door: team-<x> / admin / "", call)
+    created: list[dict[str, Any]]  # CreateTrainingJob parameters, or Batch payloads
+    responses: list[dict[str, Any]]
+
+
+@contextmanager
+def trigger(deployment: Deployment, sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The trigger loaded from source with the synthesized environment, against moto."""
+    env = deployment.trigger_env()
+    table = env["FTL_JOB_TABLE"]
+    ddb = client("dynamodb", sandbox.endpoint)
+    if table not in ddb.list_tables()["TableNames"]:
+        create_ledger_table(ddb, table)
+    queue_arn = env.get("FTL_JOB_QUEUE")
+    if queue_arn:
+        name = queue_arn.rsplit("/", 1)[-1]
+        sandbox.batch.queues.pop(name, None)  # each configuration its own queue (share policy)
+        if name not in sandbox.batch.queues:
+            sandbox.batch.create_queue(
+                name, capacity=64, share_policy=env.get("FTL_QUEUE_SHARE_POLICY") or "fairshare"
+            )
+    full = {
+        **env,
+        "AWS_ENDPOINT_URL": sandbox.endpoint,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "FTL_CATALOG_PATH": str(deployment.trigger_catalog()),
+    }
+    yield load_handler(TRIGGER_DIR, monkeypatch, full)
+
+
+def submit_requests(catalog: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One submit per template and allowed instance type, at the default count."""
+    out = []
+    for template in catalog["templates"] if "templates" in catalog else catalog.values():
+        name = template["name"]
+        for instance_type in template["instance_types"]:
+            out.append({"action": "submit", "template": name, "instance_type": instance_type})
+    return out
+
+
+def run_trigger(
+    deployment: Deployment, sandbox: Any, monkeypatch: pytest.MonkeyPatch, doors: list[str]
+) -> TriggerRun:
+    catalog = json.loads(deployment.trigger_catalog().read_text())
+    requests = submit_requests(catalog)
+    calls: list[tuple[str, Call]] = []
+    responses: list[dict[str, Any]] = []
+    with trigger(deployment, sandbox, monkeypatch) as module:
+
+        def call(door: str, event: dict[str, Any]) -> dict[str, Any]:
+            answer = module.handler(event, FakeContext(alias=door or None))
+            responses.append(answer)
+            if "error" in answer:
+                raise AssertionError(f"{door or 'direct'} {event}: {answer}")
+            return answer
+
+        submitted: dict[str, list[str]] = {}
+        for door in doors:
+            if door == "admin":
+                continue  # the admins' door submits nothing (docs/API.md, Teams)
+            with recording() as recorded:
+                names = submitted.setdefault(door, [])
+                for request in requests:
+                    token = uuid.uuid4().hex[:12]
+                    names.append(call(door, {**request, "client_token": token})["job_name"])
+                for name in names[:3]:
+                    call(door, {"action": "describe", "job_name": name})
+                call(door, {"action": "list"})
+                call(door, {"action": "list", "limit": 1})
+                for name in names[:2]:
+                    call(door, {"action": "stop", "job_name": name})
+            calls += [(door, c) for c in recorded]
+        if "admin" in doors:
+            with recording() as recorded:
+                call("admin", {"action": "list"})
+                for door, names in submitted.items():
+                    call("admin", {"action": "list", "team": door.removeprefix("team-")})
+                    call("admin", {"action": "describe", "job_name": names[-1]})
+                    call("admin", {"action": "stop", "job_name": names[-1]})
+            calls += [("admin", c) for c in recorded]
+    created = []
+    for _, call in calls:
+        if call.operation == "CreateTrainingJob":
+            created.append(call.params)
+        elif call.operation == "SubmitServiceJob":
+            created.append(json.loads(call.params["serviceRequestPayload"]))
+    return TriggerRun(calls, created, responses)
+
+
+# ---------------------------------------------------------------------------- SageMaker's side
+def s3_parts(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def training_role_requests(
+    job: Mapping[str, Any], key_arn: str, *, via_endpoint: bool
+) -> list[Request]:
+    """What SageMaker does as the job's role (the ``RoleArn`` of the request)."""
+    role = job["RoleArn"]
+    if "TrainingJobName" in job:
+        name = job["TrainingJobName"]
+    else:  # a Batch payload: Batch names the job AWSBatch<job name><32 hex>
+        tags = {t["Key"]: t["Value"] for t in job.get("Tags", [])}
+        name = f"{BATCH_TRAINING_JOB_PREFIX}{tags[JOB_NAME_TAG_KEY]}{'0' * 32}"
+    src = f"training job {name}"
+    ep = {"_via_endpoint": True} if via_endpoint else {}
+    out: list[Request] = []
+
+    def read(uri: str, *, encrypted: bool = True) -> None:
+        bucket, prefix = s3_parts(uri)
+        out.append(
+            Request(
+                role, "s3:ListBucket", (f"arn:aws:s3:::{bucket}",), {"s3:prefix": prefix, **ep}, src
+            )
+        )
+        obj = f"arn:aws:s3:::{bucket}/{prefix.rstrip('/')}/part-00000"
+        out.append(Request(role, "s3:GetObject", (obj,), ep, src))
+        if encrypted:
+            out.append(
+                Request(
+                    role,
+                    "kms:Decrypt",
+                    (key_arn,),
+                    {"kms:ViaService": f"s3.{REGION}.amazonaws.com"},
+                    src,
+                )
+            )
+
+    def write(uri: str, leaf: str) -> None:
+        bucket, prefix = s3_parts(uri)
+        obj = f"arn:aws:s3:::{bucket}/{prefix.rstrip('/')}/{leaf}"
+        sse = {
+            "s3:x-amz-server-side-encryption": "aws:kms",
+            "s3:x-amz-server-side-encryption-aws-kms-key-id": key_arn,
+        }
+        # A plain PUT (the bucket default applies), a PUT naming the platform key, a
+        # multipart upload (CreateMultipartUpload with headers, UploadPart without), abort.
+        out.append(Request(role, "s3:PutObject", (obj,), ep, src + " (PUT, no headers)"))
+        out.append(Request(role, "s3:PutObject", (obj,), {**sse, **ep}, src + " (PUT, SSE-KMS)"))
+        out.append(Request(role, "s3:AbortMultipartUpload", (obj,), ep, src))
+        out.append(Request(role, "s3:ListMultipartUploadParts", (obj,), ep, src))
+        via = {"kms:ViaService": f"s3.{REGION}.amazonaws.com"}
+        out.append(Request(role, "kms:GenerateDataKey", (key_arn,), via, src))
+        out.append(Request(role, "kms:Decrypt", (key_arn,), via, src))  # multipart needs it
+
+    for channel in job.get("InputDataConfig", []):
+        read(channel["DataSource"]["S3DataSource"]["S3Uri"])
+    source = json.loads(job.get("HyperParameters", {}).get("sagemaker_submit_directory", '""'))
+    if source:
+        bucket, key = s3_parts(source)
+        out.append(Request(role, "s3:GetObject", (f"arn:aws:s3:::{bucket}/{key}",), ep, src))
+    if "CheckpointConfig" in job:
+        uri = job["CheckpointConfig"]["S3Uri"]
+        read(uri)
+        write(uri, "checkpoint-100/model.safetensors")
+        bucket, prefix = s3_parts(uri)
+        obj = f"arn:aws:s3:::{bucket}/{prefix.rstrip('/')}/checkpoint-50/model.safetensors"
+        out.append(Request(role, "s3:DeleteObject", (obj,), ep, src))
+    write(job["OutputDataConfig"]["S3OutputPath"], f"{name}/output/model.tar.gz")
+    if "TensorBoardOutputConfig" in job:
+        write(job["TensorBoardOutputConfig"]["S3OutputPath"], "events.out.tfevents.1")
+    group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{TRAINING_LOG_GROUP}"
+    stream = f"{group}:log-stream:{name}/algo-1-1700000000"
+    out += [
+        Request(role, "logs:CreateLogGroup", (f"{group}:*",), {}, src),
+        Request(role, "logs:DescribeLogStreams", (f"{group}:*",), {}, src),
+        Request(role, "logs:CreateLogStream", (stream,), {}, src),
+        Request(role, "logs:PutLogEvents", (stream,), {}, src),
+        Request(
+            role,
+            "cloudwatch:PutMetricData",
+            ("*",),
+            {"cloudwatch:namespace": "/aws/sagemaker/TrainingJobs"},
+            src,
+        ),
+        Request(role, "ecr:GetAuthorizationToken", ("*",), {}, src),
+    ]
+    image = job["AlgorithmSpecification"]["TrainingImage"]
+    registry, _, rest = image.partition("/")
+    account, _, tail = registry.partition(".dkr.ecr.")
+    region = tail.split(".amazonaws.com")[0]
+    repo = f"arn:aws:ecr:{region}:{account}:repository/{rest.split(':')[0].split('@')[0]}"
+    for action in (
+        "ecr:BatchGetImage",
+        "ecr:GetDownloadUrlForLayer",
+        "ecr:BatchCheckLayerAvailability",
+    ):
+        out.append(Request(role, action, (repo,), {}, src))
+    if job["ResourceConfig"].get("VolumeKmsKeyId"):
+        out.append(
+            Request(role, "kms:CreateGrant", (key_arn,), {"kms:GrantIsForAWSResource": True}, src)
+        )
+    vpc = job.get("VpcConfig")
+    if vpc:
+        eni = f"arn:aws:ec2:{REGION}:{ACCOUNT}:network-interface/eni-0123456789abcdef0"
+        subnets = tuple(f"arn:aws:ec2:{REGION}:{ACCOUNT}:subnet/{s}" for s in vpc["Subnets"])
+        groups = tuple(
+            f"arn:aws:ec2:{REGION}:{ACCOUNT}:security-group/{g}" for g in vpc["SecurityGroupIds"]
+        )
+        out.append(Request(role, "ec2:CreateNetworkInterface", (eni, subnets[0], *groups), {}, src))
+        for action in (
+            "ec2:DescribeNetworkInterfaces",
+            "ec2:DescribeVpcs",
+            "ec2:DescribeSubnets",
+            "ec2:DescribeSecurityGroups",
+            "ec2:DescribeDhcpOptions",
+        ):
+            out.append(Request(role, action, ("*",), {}, src))
+    return out
+
+
+def trust_request(job: Mapping[str, Any], name: str) -> Request:
+    """SageMaker assuming the job's role (the role's trust policy decides)."""
+    return Request(
+        "sagemaker.amazonaws.com",
+        "sts:AssumeRole",
+        (job["RoleArn"],),
+        {"aws:SourceAccount": ACCOUNT, "aws:SourceArn": training_job_arn(name)},
+        f"SageMaker starting {name}",
+    )
+
+
+# ---------------------------------------------------------------------------- configurations
+def _all_prices() -> dict[str, dict[str, float]]:
+    from jobmodel.instances import INSTANCE_TYPES
+
+    return {REGION: {name: 10.0 for name in INSTANCE_TYPES}}
+
+
+def _teams(*, weight: bool = False) -> dict[str, Any]:
+    # Two teams with admins, as tests/infra/synth.py's TEAMS_CONTEXT, but with every instance
+    # type priced and limits no scenario reaches, so every template x type can be submitted.
+    team_a: dict[str, Any] = {
+        "name": "team-a",
+        "principals": [f"arn:aws:iam::{ACCOUNT}:role/team-a-scientists"],
+        "buckets": ["team-a-shared-corpus"],
+        "limits": {"max_instances": 10_000, "monthly_budget_usd": 10_000_000},
+    }
+    if weight:
+        team_a["weight"] = 2
+    return {
+        "ftl:teams": [
+            team_a,
+            {"name": "team-b", "principals": [f"arn:aws:iam::{ACCOUNT}:role/team-b-*"]},
+        ],
+        "ftl:admins": [f"arn:aws:iam::{ACCOUNT}:role/platform-admin"],
+        "ftl:prices": _all_prices(),
+    }
+
+
+# The configurations the README documents (its Deploying section): context and the doors a
+# caller uses (a team's alias, the admins' alias, or the unqualified function).
+CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "default": ({}, [""]),
+    "teams": (_teams(), ["team-team-a", "team-team-b", "admin"]),
+    "queue": ({"ftl:scheduler": "queue", "ftl:queueCapacityInstances": 64}, [""]),
+    "queue-quotashare-teams": (
+        {
+            **_teams(weight=True),
+            "ftl:scheduler": "queue",
+            "ftl:queueSharePolicy": "quotashare",
+            "ftl:queueCapacityInstances": 64,
+        },
+        ["team-team-a", "team-team-b", "admin"],
+    ),
+    "new-vpc-isolated": ({"ftl:network": "new"}, [""]),
+    "new-vpc-nat": ({"ftl:network": "new", "ftl:egress": "nat"}, [""]),
+    "existing-vpc": (
+        {
+            "ftl:network": "existing",
+            "ftl:existingVpc": {
+                "vpcId": "vpc-0123abcd",
+                "availabilityZones": ["us-east-1a", "us-east-1b"],
+                "privateSubnetIds": ["subnet-0aaa1111", "subnet-0bbb2222"],
+                "routeTableIds": ["rtb-0aaa1111", "rtb-0bbb2222"],
+            },
+        },
+        [""],
+    ),
+}

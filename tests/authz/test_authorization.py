@@ -1,0 +1,524 @@
+"""Every request the platform's principals make is allowed by the policies it deploys; every
+deny the README promises is a deny (tried with a request that would otherwise pass).
+
+The trigger's requests are recorded from the trigger itself (every template x allowed instance
+type, per team door, then describe, list and stop; the admins' list, describe and stop), the
+job-events function's from its handler, the training roles' from what SageMaker does for each
+job the trigger asked for, the clients' from the README's rights table per ``ftl`` command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.authz.conftest import deployment
+from tests.authz.harness import (
+    CONFIGURATIONS,
+    EVENTS_DIR,
+    Deployment,
+    denied,
+    training_role_requests,
+    trust_request,
+)
+from tests.lambda_support import client, load_handler
+from testsupport.authz.evaluate import Policy, Request, evaluate, statements
+from testsupport.authz.requests import ACCOUNT, REGION
+from testsupport.authz.template import PolicySet
+
+CONFIGS = list(CONFIGURATIONS)
+TEAM_CONFIGS = [c for c in CONFIGS if "ftl:teams" in CONFIGURATIONS[c][0]]
+
+
+def trigger_requests(d: Deployment, run: Any) -> list[Request]:
+    role = d.trigger_role()
+    return [
+        r for _, c in run.calls for r in d.mapper.requests(role, c.service, c.operation, c.params)
+    ]
+
+
+def training_requests(d: Deployment, run: Any, name: str) -> list[Request]:
+    via = CONFIGURATIONS[name][0].get("ftl:network", "none") != "none"
+    return [
+        r for job in run.created for r in training_role_requests(job, d.key_arn(), via_endpoint=via)
+    ]
+
+
+# ----------------------------------------------------------------------------- allowed
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_trigger_request_is_allowed(name, trigger_run):
+    d, run = deployment(name), trigger_run(name)
+    outcomes = d.evaluate_all(trigger_requests(d, run))
+    assert len(outcomes) > 40
+    assert not denied(outcomes), "\n".join(denied(outcomes))
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_training_role_request_is_allowed(name, trigger_run):
+    d, run = deployment(name), trigger_run(name)
+    outcomes = d.evaluate_all(training_requests(d, run, name))
+    assert len(outcomes) > 300
+    assert not denied(outcomes), "\n".join(denied(outcomes)[:20])
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_sagemaker_may_assume_each_jobs_role(name, trigger_run):
+    d, run = deployment(name), trigger_run(name)
+    trust = {
+        arn: props["AssumeRolePolicyDocument"]
+        for stack, logical, props in d.stacks.resources("AWS::IAM::Role")
+        for arn in [d.stacks.get_att(stack, logical, "Arn")]
+    }
+    for job in run.created:
+        name_ = job.get("TrainingJobName", "AWSBatchx" + "0" * 32)
+        request = trust_request(job, name_)
+        policy = Policy(trust[job["RoleArn"]], "trust", "resource")
+        decision = evaluate(request, [], {job["RoleArn"]: [policy]}, account=ACCOUNT)
+        assert decision.allowed, decision.reason
+
+
+def _events_requests(d: Deployment, run: Any, sandbox: Any) -> list[Request]:
+    """Drive the job-events function through a finished job of each team and record it."""
+    from tests.lambda_support import FakeContext
+    from testsupport.authz.record import recording
+
+    env = dict(d.function("JobEventsHandlerFunction")["Environment"]["Variables"])
+    topic = env["FTL_TOPIC_ARN"]
+    client("sns", sandbox.endpoint).create_topic(Name=topic.rsplit(":", 1)[-1])
+    env |= {
+        "AWS_ENDPOINT_URL": sandbox.endpoint,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    direct = [job for job in run.created if "TrainingJobName" in job]
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
+        module = load_handler(EVENTS_DIR, mp, env)
+        with recording() as calls:
+            for job in direct[-4:]:
+                name = job["TrainingJobName"]
+                arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-job/{name.lower()}"
+                event = {
+                    "version": "0",
+                    "id": f"sm-{name}",
+                    "detail-type": "SageMaker Training Job State Change",
+                    "source": "aws.sagemaker",
+                    "account": ACCOUNT,
+                    "time": "2026-11-24T10:00:00Z",
+                    "region": REGION,
+                    "resources": [
+                        f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-job/{name.lower()}"
+                    ],
+                    "detail": {
+                        "TrainingJobName": name,
+                        "TrainingJobArn": arn,
+                        "TrainingJobStatus": "Completed",
+                        "SecondaryStatus": "Completed",
+                        "CreationTime": 1_795_000_000_000,
+                        "TrainingStartTime": 1_795_000_060_000,
+                        "TrainingEndTime": 1_795_003_660_000,
+                        "LastModifiedTime": 1_795_003_660_000,
+                        "BillableTimeInSeconds": 1800,
+                        "RoleArn": job["RoleArn"],
+                        "Tags": {t["Key"]: t["Value"] for t in job.get("Tags", [])},
+                    },
+                }
+                module.handler(event, FakeContext(function_name="ftl-job-events"))
+    role = d.events_role()
+    return [r for c in calls for r in d.mapper.requests(role, c.service, c.operation, c.params)]
+
+
+@pytest.mark.parametrize("name", ["default", "teams"])
+def test_every_job_events_request_is_allowed(name, trigger_run, authz_sandbox):
+    d, run = deployment(name), trigger_run(name)
+    requests = _events_requests(d, run, authz_sandbox)
+    actions = {r.action for r in requests}
+    assert {"dynamodb:UpdateItem", "sns:Publish"} <= actions, actions
+    outcomes = d.evaluate_all(requests)
+    assert not denied(outcomes), "\n".join(denied(outcomes))
+
+
+def _team_policy(d: Deployment, alias: str) -> Policy:
+    flat = f"policy{alias}".replace("-", "").lower()
+    (policy,) = [
+        p for p in d.policies.managed.values() if flat in p.origin.replace("-", "").lower()
+    ]
+    return policy
+
+
+def _alias_arn(d: Deployment, alias: str) -> str:
+    fn = d.function("LauncherTriggerFunction")
+    arn = d.stacks.get_att(fn["stack"], fn["logical"], "Arn")
+    return f"{arn}:{alias}"
+
+
+def client_requests(d: Deployment, principal: str, alias: str) -> list[Request]:
+    """The README's rights table, per ``ftl`` command, for a caller of ``alias``."""
+    (api,) = [
+        d.stacks.ref(stack, logical)
+        for stack, logical, _ in d.stacks.resources("AWS::ApiGatewayV2::Api")
+    ]
+    from jobmodel.routes import ROUTES
+
+    stack_id = "6f1b2c3d-0000-4000-8000-000000000000"
+    stack = f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/ftl-launcher/{stack_id}"
+    group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:*"
+    out = [
+        Request(
+            principal, "lambda:InvokeFunction", (_alias_arn(d, alias),), {}, "ftl (Invoke door)"
+        ),
+        Request(
+            principal, "cloudformation:DescribeStacks", (stack,), {}, "ftl (find the launcher)"
+        ),
+        Request(principal, "logs:DescribeLogStreams", (group,), {}, "ftl logs"),
+        Request(principal, "logs:FilterLogEvents", (group,), {}, "ftl logs"),
+    ]
+    for route in ROUTES:
+        path = route.glob.replace("*", "squad-1") if "*" in route.glob else route.glob
+        arn = f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{api}/$default/{route.method}{path}"
+        out.append(
+            Request(principal, "execute-api:Invoke", (arn,), {}, f"ftl --via http {route.method}")
+        )
+    return out
+
+
+@pytest.mark.parametrize("name", TEAM_CONFIGS)
+def test_every_client_request_of_a_team_member_is_allowed(name):
+    d = deployment(name)
+    for alias, principal in (
+        ("team-team-a", f"arn:aws:iam::{ACCOUNT}:role/team-a-scientists"),
+        ("admin", f"arn:aws:iam::{ACCOUNT}:role/platform-admin"),
+    ):
+        policy = _team_policy(d, alias)
+        outcomes = d.evaluate_all(client_requests(d, principal, alias), extra_identity=[policy])
+        assert len(outcomes) >= 10
+        assert not denied(outcomes), "\n".join(denied(outcomes))
+
+
+@pytest.mark.parametrize("name", ["default", "queue"])
+def test_services_may_invoke_what_they_trigger(name):
+    d = deployment(name)
+    rules = [
+        d.stacks.get_att(stack, logical, "Arn")
+        for stack, logical, _ in d.stacks.resources("AWS::Events::Rule")
+    ]
+    events_fn = d.function("JobEventsHandlerFunction")
+    fn_arn = d.stacks.get_att(events_fn["stack"], events_fn["logical"], "Arn")
+    for rule in rules:
+        request = Request(
+            "events.amazonaws.com",
+            "lambda:InvokeFunction",
+            (fn_arn,),
+            {"aws:SourceArn": rule},
+            "EventBridge",
+        )
+        if "StateChanges" in rule or "Batch" in rule or "Sagemaker" in rule or True:
+            decision = d.evaluate(request)
+            if decision.allowed:
+                break
+    else:
+        raise AssertionError(
+            f"EventBridge may not invoke the job-events function: {decision.reason}"
+        )
+    (api,) = [d.stacks.ref(s, lg) for s, lg, _ in d.stacks.resources("AWS::ApiGatewayV2::Api")]
+    api_call = Request(
+        "apigateway.amazonaws.com",
+        "lambda:InvokeFunction",
+        (_alias_arn(d, "http"),),
+        {"aws:SourceArn": f"arn:aws:execute-api:{REGION}:{ACCOUNT}:{api}/$default/POST/jobs"},
+        "API Gateway",
+    )
+    assert d.evaluate(api_call).allowed, d.evaluate(api_call).reason
+
+
+# ----------------------------------------------------------------------------- promised denies
+def _create(run: Any, instance_type: str | None = None) -> dict[str, Any]:
+    for _, call in run.calls:
+        if call.operation == "CreateTrainingJob" and (
+            instance_type is None or call.params["ResourceConfig"]["InstanceType"] == instance_type
+        ):
+            return copy.deepcopy(call.params)
+    raise AssertionError("no CreateTrainingJob recorded")
+
+
+def _create_allowed(d: Deployment, params: dict[str, Any]) -> bool:
+    requests = d.mapper.requests(d.trigger_role(), "sagemaker", "CreateTrainingJob", params)
+    return all(d.evaluate(r).allowed for r in requests)
+
+
+CREATE_DENIES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "an instance type outside the catalog": lambda p: p["ResourceConfig"].update(
+        InstanceType="ml.t3.medium"
+    ),
+    "remote debugging": lambda p: p.update(RemoteDebugConfig={"EnableRemoteDebug": True}),
+    "a VPC config with network=none": lambda p: p.update(
+        VpcConfig={"Subnets": ["subnet-0abc"], "SecurityGroupIds": ["sg-0abc"]}
+    ),
+    "output under another KMS key": lambda p: p["OutputDataConfig"].update(
+        KmsKeyId=f"arn:aws:kms:{REGION}:{ACCOUNT}:key/99999999-9999-9999-9999-999999999999"
+    ),
+    "another platform's tag": lambda p: p.update(
+        Tags=[t if t["Key"] != "ftl:platform" else {**t, "Value": "other"} for t in p["Tags"]]
+    ),
+    "a runtime beyond the catalog's longest": lambda p: p["StoppingCondition"].update(
+        MaxRuntimeInSeconds=30 * 24 * 3600
+    ),
+}
+
+
+@pytest.mark.parametrize("what", list(CREATE_DENIES))
+def test_the_trigger_cannot_create_outside_the_catalog(what, trigger_run):
+    d, run = deployment("default"), trigger_run("default")
+    params = _create(run)
+    assert _create_allowed(d, params)  # the same request, unchanged, passes
+    CREATE_DENIES[what](params)
+    assert not _create_allowed(d, params), what
+
+
+def test_an_ebs_instance_type_needs_the_platform_volume_key(trigger_run):
+    d, run = deployment("default"), trigger_run("default")
+    params = _create(run, "ml.p3.2xlarge")
+    assert params["ResourceConfig"].get("VolumeKmsKeyId")
+    assert _create_allowed(d, params)
+    del params["ResourceConfig"]["VolumeKmsKeyId"]
+    assert not _create_allowed(d, params)
+
+
+def test_pass_role_only_to_sagemaker_and_only_the_training_role(trigger_run):
+    d, run = deployment("teams"), trigger_run("teams")
+    params = _create(run)
+    role = params["RoleArn"]
+    ok = Request(
+        d.trigger_role(),
+        "iam:PassRole",
+        (role,),
+        {"iam:PassedToService": "sagemaker.amazonaws.com"},
+    )
+    assert d.evaluate(ok).allowed
+    assert not d.evaluate(
+        Request(ok.principal, ok.action, ok.resources, {"iam:PassedToService": "ec2.amazonaws.com"})
+    ).allowed
+    other = f"arn:aws:iam::{ACCOUNT}:role/admin"
+    assert not d.evaluate(Request(ok.principal, ok.action, (other,), ok.context)).allowed
+
+
+def test_another_platforms_jobs_cannot_be_described_or_stopped(trigger_run):
+    d = deployment("default")
+    trigger_run("default")
+    job = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-job/someone-elses-job"
+    for action in ("sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"):
+        ours = Request(d.trigger_role(), action, (job,), {"aws:ResourceTag/ftl:platform": "ftl"})
+        theirs = Request(
+            d.trigger_role(), action, (job,), {"aws:ResourceTag/ftl:platform": "other"}
+        )
+        assert d.evaluate(ours).allowed and not d.evaluate(theirs).allowed
+
+
+def _team_job(run: Any, team: str) -> dict[str, Any]:
+    return next(j for j in run.created if j["TrainingJobName"].startswith(f"{team}-"))
+
+
+def _swap_team(requests: list[Request], mine: str, theirs: str) -> list[Request]:
+    return [
+        Request(
+            r.principal,
+            r.action,
+            tuple(
+                x.replace(f"/{mine}-", f"/{theirs}-")
+                .replace(f"/{mine}/", f"/{theirs}/")
+                .replace(f":{mine}-", f":{theirs}-")
+                for x in r.resources
+            ),
+            r.context,
+            r.source,
+        )
+        for r in requests
+    ]
+
+
+def test_a_team_role_cannot_touch_another_teams_data_checkpoints_or_logs(trigger_run):
+    d, run = deployment("teams"), trigger_run("teams")
+    job = _team_job(run, "team-a")
+    own = [
+        r
+        for r in training_role_requests(job, d.key_arn(), via_endpoint=False)
+        if r.action.startswith(
+            (
+                "s3:GetObject",
+                "s3:PutObject",
+                "s3:DeleteObject",
+                "logs:PutLogEvents",
+                "logs:CreateLogStream",
+            )
+        )
+        and "team-a" in r.resources[0]
+    ]
+    assert {r.action for r in own} >= {"s3:GetObject", "s3:PutObject", "logs:PutLogEvents"}
+    assert all(d.evaluate(r).allowed for r in own)
+    for r in _swap_team(own, "team-a", "team-b"):
+        assert "team-b" in r.resources[0]
+        assert not d.evaluate(r).allowed, (r.action, r.resources)
+
+
+def test_buckets_refuse_uploads_under_other_encryption(trigger_run):
+    d, run = deployment("default"), trigger_run("default")
+    job = _create(run)
+    (put,) = [
+        r
+        for r in training_role_requests(job, d.key_arn(), via_endpoint=False)
+        if r.action == "s3:PutObject"
+        and "no headers" in r.source
+        and "checkpoint" in r.resources[0]
+    ]
+    assert d.evaluate(put).allowed  # a plain upload gets the bucket default, the platform key
+    sse = "s3:x-amz-server-side-encryption"
+    for headers in (
+        {sse: "AES256"},
+        {sse: "aws:kms:dsse"},
+        {sse: "aws:kms"},  # no key: S3 would use aws/s3
+        {sse: "aws:kms", f"{sse}-aws-kms-key-id": f"arn:aws:kms:{REGION}:{ACCOUNT}:key/other"},
+        {f"{sse}-customer-algorithm": "AES256"},
+    ):
+        req = Request(put.principal, put.action, put.resources, headers, put.source)
+        decision = d.evaluate(req)
+        assert not decision.allowed and decision.denied_by, headers
+
+
+@pytest.mark.parametrize("name", TEAM_CONFIGS)
+def test_a_team_member_cannot_use_another_teams_door_or_the_http_alias(name):
+    d = deployment(name)
+    principal = f"arn:aws:iam::{ACCOUNT}:role/team-a-scientists"
+    policy = _team_policy(d, "team-team-a")
+    own = Request(principal, "lambda:InvokeFunction", (_alias_arn(d, "team-team-a"),))
+    assert d.evaluate(own, extra_identity=[policy]).allowed
+    for alias in ("team-team-b", "admin", "http"):
+        other = Request(principal, "lambda:InvokeFunction", (_alias_arn(d, alias),))
+        assert not d.evaluate(other, extra_identity=[policy]).allowed, alias
+    # even beside a broad invoke right granted elsewhere, the http door stays closed
+    broad = Policy(
+        {"Statement": [{"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": "*"}]},
+        "broad",
+    )
+    http = Request(principal, "lambda:InvokeFunction", (_alias_arn(d, "http"),))
+    assert not d.evaluate(http, extra_identity=[policy, broad]).allowed
+
+
+# ----------------------------------------------------------------------------- regressions
+def _restored(d: Deployment, sid: str, change: Callable[[dict[str, Any]], None]) -> Deployment:
+    """A copy of the deployment whose statement ``sid`` is changed back to an old form."""
+    twin = copy.copy(d)
+    twin.policies = copy.deepcopy(d.policies)
+    found = 0
+    for policies in [*twin.policies.identity.values(), *twin.policies.resource.values()]:
+        for policy in policies:
+            for st in statements(policy.document):
+                if st.get("Sid") == sid:
+                    change(st)  # type: ignore[arg-type]
+                    found += 1
+    assert found, sid
+    return twin
+
+
+def test_regression_deprecated_kms_keys_refuse_every_direct_job(trigger_run):
+    d, run = deployment("default"), trigger_run("default")
+
+    def old(st: dict[str, Any]) -> None:
+        st["Condition"]["ArnEquals"] = {
+            "sagemaker:OutputKmsKey": st["Condition"]["ArnEquals"]["sagemaker:OutputKmsKeyArn"]
+        }
+
+    twin = _restored(d, "CreateCatalogJobsOnly", old)
+    assert denied(twin.evaluate_all(trigger_requests(twin, run)))
+    assert not denied(d.evaluate_all(trigger_requests(d, run)))
+
+
+def test_regression_queue_grants_without_the_service_job_refuse_queueing(trigger_run):
+    d, run = deployment("queue"), trigger_run("queue")
+    queue_arn = d.trigger_env()["FTL_JOB_QUEUE"]
+
+    def old(policy_set: PolicySet) -> None:
+        for policies in policy_set.identity.values():
+            for policy in policies:
+                for st in statements(policy.document):
+                    actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+                    if "batch:SubmitServiceJob" in actions:
+                        st["Resource"] = queue_arn
+                    if "batch:DescribeServiceJob" in actions:
+                        st["Resource"] = f"arn:aws:batch:{REGION}:{ACCOUNT}:service-job/*"
+
+    twin = copy.copy(d)
+    twin.policies = copy.deepcopy(d.policies)
+    old(twin.policies)
+    refused = {
+        line.split(" ")[1] for line in denied(twin.evaluate_all(trigger_requests(twin, run)))
+    }
+    assert {"batch:SubmitServiceJob", "batch:DescribeServiceJob"} <= refused
+
+
+def test_regression_without_the_team_index_a_team_list_is_refused(trigger_run):
+    d, run = deployment("teams"), trigger_run("teams")
+
+    def old(st: dict[str, Any]) -> None:
+        st["Resource"] = [r for r in st["Resource"] if not r.endswith("/index/by-team")]
+
+    twin = _restored(d, "JobLedger", old)
+    refused = denied(twin.evaluate_all(trigger_requests(twin, run)))
+    assert refused and all("dynamodb:Query" in line and "by-team" in line for line in refused)
+
+
+def test_regression_if_exists_upload_rules_refuse_plain_uploads(trigger_run):
+    d, run = deployment("default"), trigger_run("default")
+
+    def old(st: dict[str, Any]) -> None:
+        if "StringNotEquals" in st["Condition"]:  # one policy serves the bucket and its objects
+            st["Condition"] = {"StringNotEqualsIfExists": st["Condition"]["StringNotEquals"]}
+
+    twin = _restored(d, "DenyUploadsNotSseKms", old)
+    refused = denied(twin.evaluate_all(training_requests(twin, run, "default")))
+    assert refused and all(
+        "s3:PutObject" in line and "DenyUploadsNotSseKms" in line for line in refused
+    )
+    assert any("no headers" in line for line in refused)
+
+
+def test_regression_one_log_grant_for_every_stream_lets_a_team_write_anothers_logs(trigger_run):
+    d, run = deployment("teams"), trigger_run("teams")
+    group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/TrainingJobs:*"
+
+    def old(st: dict[str, Any]) -> None:
+        st["Resource"] = group
+
+    twin = _restored(d, "WriteOwnJobsLogStreams", old)
+    job = _team_job(run, "team-a")
+    (put,) = [
+        r
+        for r in training_role_requests(job, d.key_arn(), via_endpoint=False)
+        if r.action == "logs:PutLogEvents"
+    ]
+    (theirs,) = _swap_team([put], "team-a", "team-b")
+    assert not d.evaluate(theirs).allowed
+    assert twin.evaluate(theirs).allowed  # the old grant: team A writes into team B's job logs
+
+
+def test_summary_counts_per_principal(trigger_run, authz_sandbox, capsys):
+    """The closing note's table: distinct requests evaluated per principal and configuration."""
+    rows = []
+    for name in CONFIGS:
+        d, run = deployment(name), trigger_run(name)
+        rows.append((name, "trigger", len(d.evaluate_all(trigger_requests(d, run)))))
+        rows.append((name, "training roles", len(d.evaluate_all(training_requests(d, run, name)))))
+    with capsys.disabled():
+        print("\n" + json.dumps(rows))
+    assert all(n > 0 for _, _, n in rows)
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    yield

@@ -1,0 +1,309 @@
+"""From an AWS call to the IAM authorization requests AWS makes for it.
+
+Each mapping follows the Service Authorization Reference (the action, the resource types it
+is authorized on, the condition keys) and the service's documentation for the requests AWS
+makes on the caller's behalf: tag-on-create (``AddTags``/``TagResource``), ``iam:PassRole``
+for a role in the request, and KMS for SSE-KMS reads and writes (S3, DynamoDB, SNS: the
+caller needs the key, with ``kms:ViaService``). An operation without a mapping raises, so a new
+call in the code cannot slip past the check.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from testsupport.authz.evaluate import Request
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+SAGEMAKER = "sagemaker.amazonaws.com"
+
+
+def _arn(service: str, resource: str) -> str:
+    return f"arn:aws:{service}:{REGION}:{ACCOUNT}:{resource}"
+
+
+def training_job_arn(name: str) -> str:
+    # SageMaker writes resource names lower-case in its ARNs.
+    return _arn("sagemaker", f"training-job/{name.lower()}")
+
+
+def tag_context(tags: Sequence[Mapping[str, str]], key: str = "Key", value: str = "Value") -> dict:
+    ctx: dict[str, Any] = {f"aws:RequestTag/{t[key]}": t[value] for t in tags}
+    if tags:
+        ctx["aws:TagKeys"] = [t[key] for t in tags]
+    return ctx
+
+
+@dataclass
+class Mapper:
+    """Maps calls to requests for one deployment: which key encrypts which table, bucket and
+    topic, and the tags of each training job seen created (describe/stop carry them as
+    ``aws:ResourceTag``)."""
+
+    encrypted: Mapping[str, str] = field(default_factory=dict)  # resource ARN -> key ARN
+    job_tags: dict[str, dict[str, str]] = field(default_factory=dict)
+    service_jobs: dict[str, str] = field(default_factory=dict)  # batch job id -> queue
+
+    def _kms(
+        self, principal: str, resource: str, actions: Sequence[str], via: str, src: str
+    ) -> list[Request]:
+        key = next((k for prefix, k in self.encrypted.items() if resource.startswith(prefix)), None)
+        if key is None:
+            return []
+        ctx = {"kms:ViaService": f"{via}.{REGION}.amazonaws.com", "kms:CallerAccount": ACCOUNT}
+        return [Request(principal, a, (key,), ctx, src) for a in actions]
+
+    def requests(
+        self, principal: str, service: str, operation: str, params: Mapping[str, Any]
+    ) -> list[Request]:
+        src = f"{service}:{operation}"
+        handler = getattr(self, f"_{service.replace('-', '_')}_{operation}", None)
+        if handler is None:
+            raise NotImplementedError(f"no authorization mapping for {src}")
+        return handler(principal, params, src)
+
+    # ----------------------------------------------------------------- SageMaker
+    def create_training_job_context(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        rc = params.get("ResourceConfig", {})
+        types = [rc["InstanceType"]] if "InstanceType" in rc else []
+        types += [g["InstanceType"] for g in rc.get("InstanceGroups", [])]
+        types += [
+            p["InstanceType"] for p in rc.get("InstancePreferences", []) if "InstanceType" in p
+        ]
+        ctx: dict[str, Any] = {
+            "sagemaker:InstanceTypes": types,
+            "sagemaker:MaxRuntimeInSeconds": params["StoppingCondition"]["MaxRuntimeInSeconds"],
+            "sagemaker:NetworkIsolation": bool(params.get("EnableNetworkIsolation", False)),
+            "sagemaker:InterContainerTrafficEncryption": bool(
+                params.get("EnableInterContainerTrafficEncryption", False)
+            ),
+            **tag_context(params.get("Tags", [])),
+        }
+        if params.get("OutputDataConfig", {}).get("KmsKeyId"):
+            ctx["sagemaker:OutputKmsKeyArn"] = params["OutputDataConfig"]["KmsKeyId"]
+        if rc.get("VolumeKmsKeyId"):
+            ctx["sagemaker:VolumeKmsKeyArn"] = rc["VolumeKmsKeyId"]
+        if "KeepAlivePeriodInSeconds" in rc:
+            ctx["sagemaker:KeepAlivePeriod"] = rc["KeepAlivePeriodInSeconds"]
+        vpc = params.get("VpcConfig")
+        if vpc:
+            ctx["sagemaker:VpcSubnets"] = list(vpc["Subnets"])
+            ctx["sagemaker:VpcSecurityGroupIds"] = list(vpc["SecurityGroupIds"])
+        if "RemoteDebugConfig" in params:
+            ctx["sagemaker:EnableRemoteDebug"] = bool(
+                params["RemoteDebugConfig"].get("EnableRemoteDebug", False)
+            )
+        return ctx
+
+    def _sagemaker_CreateTrainingJob(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        arn = training_job_arn(params["TrainingJobName"])
+        tags = params.get("Tags", [])
+        self.job_tags[params["TrainingJobName"].lower()] = {t["Key"]: t["Value"] for t in tags}
+        out = [
+            Request(
+                p,
+                "sagemaker:CreateTrainingJob",
+                (arn,),
+                self.create_training_job_context(params),
+                src,
+            )
+        ]
+        if tags:
+            ctx = {"sagemaker:TaggingAction": "CreateTrainingJob", **tag_context(tags)}
+            out.append(Request(p, "sagemaker:AddTags", (arn,), ctx, src))
+        out.append(
+            Request(
+                p, "iam:PassRole", (params["RoleArn"],), {"iam:PassedToService": SAGEMAKER}, src
+            )
+        )
+        return out
+
+    def _job_request(self, p: str, action: str, name: str, src: str) -> list[Request]:
+        tags = self.job_tags.get(name.lower())
+        if tags is None:  # a job AWS Batch created: AWSBatch<jobName><32 hex>, payload's tags
+            # (the job name cut to fit SageMaker's 63 characters, when it is long)
+            base = name.lower()[:-32]
+            found = [k for k in self.job_tags if k.endswith("*") and k[:-1].startswith(base)]
+            # Several payloads may fit a cut name: only the tags they all carry are certain.
+            common = [set(self.job_tags[k].items()) for k in found]
+            tags = dict(set.intersection(*common)) if common else {}
+        ctx = {f"aws:ResourceTag/{k}": v for k, v in tags.items()}
+        return [Request(p, action, (training_job_arn(name),), ctx, src)]
+
+    def _sagemaker_DescribeTrainingJob(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        return self._job_request(p, "sagemaker:DescribeTrainingJob", params["TrainingJobName"], src)
+
+    def _sagemaker_StopTrainingJob(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        return self._job_request(p, "sagemaker:StopTrainingJob", params["TrainingJobName"], src)
+
+    def _sagemaker_ListTrainingJobs(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        return [Request(p, "sagemaker:ListTrainingJobs", ("*",), {}, src)]
+
+    # ----------------------------------------------------------------- DynamoDB
+    def _table(self, name: str) -> str:
+        return name if name.startswith("arn:") else _arn("dynamodb", f"table/{name}")
+
+    def _item(self, p: str, action: str, table: str, src: str) -> list[Request]:
+        arn = self._table(table)
+        return [
+            Request(p, action, (arn,), {}, src),
+            *self._kms(p, arn, ["kms:Decrypt"], "dynamodb", src),
+        ]
+
+    def _dynamodb_GetItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        return self._item(p, "dynamodb:GetItem", params["TableName"], src)
+
+    def _dynamodb_PutItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        return self._item(p, "dynamodb:PutItem", params["TableName"], src)
+
+    def _dynamodb_UpdateItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        return self._item(p, "dynamodb:UpdateItem", params["TableName"], src)
+
+    def _dynamodb_DeleteItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        return self._item(p, "dynamodb:DeleteItem", params["TableName"], src)
+
+    def _dynamodb_Scan(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        return self._item(p, "dynamodb:Scan", params["TableName"], src)
+
+    def _dynamodb_Query(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        table = self._table(params["TableName"])
+        arn = f"{table}/index/{params['IndexName']}" if params.get("IndexName") else table
+        return [
+            Request(p, "dynamodb:Query", (arn,), {}, src),
+            *self._kms(p, table, ["kms:Decrypt"], "dynamodb", src),
+        ]
+
+    def _dynamodb_TransactWriteItems(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        actions = {
+            "Put": "dynamodb:PutItem",
+            "Update": "dynamodb:UpdateItem",
+            "Delete": "dynamodb:DeleteItem",
+            "ConditionCheck": "dynamodb:ConditionCheckItem",
+        }
+        out: list[Request] = []
+        for item in params["TransactItems"]:
+            ((kind, body),) = item.items()
+            out += self._item(p, actions[kind], body["TableName"], src)
+        return out
+
+    # ----------------------------------------------------------------- AWS Batch
+    def _queue(self, queue: str) -> str:
+        return queue if queue.startswith("arn:") else _arn("batch", f"job-queue/{queue}")
+
+    def _batch_SubmitServiceJob(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        queue = self._queue(params["jobQueue"])
+        new_job = _arn("batch", f"service-job/{uuid.uuid4()}")
+        resources = [queue, new_job]
+        if params.get("quotaShareName"):
+            resources.append(f"{queue}/quota-share/{params['quotaShareName']}")
+        tags = [{"Key": k, "Value": v} for k, v in params.get("tags", {}).items()]
+        ctx: dict[str, Any] = tag_context(tags)
+        if "shareIdentifier" in params:
+            ctx["batch:ShareIdentifier"] = params["shareIdentifier"]
+        if "schedulingPriority" in params:
+            ctx["batch:SchedulingPriority"] = params["schedulingPriority"]
+        out = [Request(p, "batch:SubmitServiceJob", tuple(resources), ctx, src)]
+        if tags:
+            out.append(Request(p, "batch:TagResource", (new_job,), tag_context(tags), src))
+        import json
+
+        payload = json.loads(params["serviceRequestPayload"])
+        batch_name = f"awsbatch{params['jobName']}".lower()
+        self.job_tags[f"{batch_name}*"] = {t["Key"]: t["Value"] for t in payload.get("Tags", [])}
+        out.append(
+            Request(
+                p, "iam:PassRole", (payload["RoleArn"],), {"iam:PassedToService": SAGEMAKER}, src
+            )
+        )
+        return out
+
+    def _batch_DescribeServiceJob(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        return [Request(p, "batch:DescribeServiceJob", ("*",), {}, src)]
+
+    def _batch_ListServiceJobs(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        return [Request(p, "batch:ListServiceJobs", ("*",), {}, src)]
+
+    def _batch_TerminateServiceJob(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        return [
+            Request(
+                p,
+                "batch:TerminateServiceJob",
+                (_arn("batch", f"service-job/{params['jobId']}"),),
+                {},
+                src,
+            )
+        ]
+
+    def _batch_GetJobQueueSnapshot(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        return [
+            Request(p, "batch:GetJobQueueSnapshot", (self._queue(params["jobQueue"]),), {}, src)
+        ]
+
+    # ----------------------------------------------------------------- SNS, Lambda, logs, CFN
+    def _sns_Publish(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        topic = params["TopicArn"]
+        return [
+            Request(p, "sns:Publish", (topic,), {}, src),
+            *self._kms(p, topic, ["kms:GenerateDataKey", "kms:Decrypt"], "sns", src),
+        ]
+
+    def _lambda_Invoke(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        fn = params["FunctionName"]
+        if not fn.startswith("arn:"):
+            fn = _arn("lambda", f"function:{fn}")
+        if params.get("Qualifier"):
+            fn = f"{fn}:{params['Qualifier']}"
+        return [Request(p, "lambda:InvokeFunction", (fn,), {}, src)]
+
+    def _cloudformation_DescribeStacks(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        name = params["StackName"]
+        arn = (
+            name
+            if name.startswith("arn:")
+            else _arn("cloudformation", f"stack/{name}/{uuid.uuid4()}")
+        )
+        return [Request(p, "cloudformation:DescribeStacks", (arn,), {}, src)]
+
+    def _logs_group(self, name: str) -> str:
+        return _arn("logs", f"log-group:{name}:*")
+
+    def _logs_DescribeLogStreams(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        return [
+            Request(
+                p, "logs:DescribeLogStreams", (self._logs_group(params["logGroupName"]),), {}, src
+            )
+        ]
+
+    def _logs_FilterLogEvents(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        return [
+            Request(p, "logs:FilterLogEvents", (self._logs_group(params["logGroupName"]),), {}, src)
+        ]
+
+    def _logs_GetLogEvents(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        group = params["logGroupName"]
+        stream = _arn("logs", f"log-group:{group}:log-stream:{params['logStreamName']}")
+        return [Request(p, "logs:GetLogEvents", (stream,), {}, src)]
