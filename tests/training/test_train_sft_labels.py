@@ -271,3 +271,46 @@ def test_packing_matches_trl_best_fit_decreasing():
             assert [real[k] for k in starts] == list(dict.fromkeys(real))
         cases += len(lengths)
     print(f"\npacking: {cases} examples in 6 sets packed into the same rows as TRL bfd")
+
+
+def test_the_job_stops_before_training_on_a_template_it_cannot_label(tmp_path, capsys):
+    tok = chat_tokenizer("qwen3", "byte_level")
+    model = _model_dir(tmp_path / "model", tok)
+    convs = conversations("qwen3", 6, seed=2)
+    assert not all(prefix_preserving(tok, c) for c in convs)
+    train = write_records([{"messages": c} for c in convs], tmp_path / "train", "jsonl")
+    channels = {"model": model, "train": train}
+    assert main(_argv(tmp_path), sm_environ(tmp_path, channels)) == 2
+    err = capsys.readouterr().err
+    assert "ftl_train: error: completion_only_loss cannot label this chat template" in err
+    assert "not prefix-preserving" in err and "completion_only_loss=false" in err
+    assert not (tmp_path / "ckpt").exists() or not any((tmp_path / "ckpt").iterdir())
+    # training on every token needs no answer spans
+    argv = _argv(tmp_path / "all", "--completion_only_loss", "false")
+    assert main(argv, sm_environ(tmp_path / "all", channels)) == 0
+
+
+@pytest.mark.slow
+def test_first_step_loss_under_fsdp_on_two_cpu_processes(loss_case, tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    from ftl_train_testlib import ENTRYPOINT, TRAINING_DIR
+
+    channels, expected = loss_case
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2"]
+    cmd += ["--master_port", str(port), str(ENTRYPOINT)]
+    cmd += _argv(tmp_path, "--fsdp", "full_shard auto_wrap", "--per_device_train_batch_size", "8")
+    env = dict(sm_environ(tmp_path, channels), OMP_NUM_THREADS="1")
+    res = subprocess.run(
+        cmd, env=env, cwd=str(TRAINING_DIR), capture_output=True, text=True, timeout=240
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "FSDP on CPU processes" in res.stderr
+    got = _first_loss(res.stdout)
+    print(f"\nsft first-step loss fsdp: {got} vs reference {expected}")
+    assert got == pytest.approx(expected, abs=2e-4)
