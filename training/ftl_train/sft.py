@@ -8,11 +8,14 @@ Data (JSON lines or any format ``data.py`` reads), one example per row:
 * ``prompt`` and ``completion``: the prompt, then the completion and EOS. Labels only on
   the completion and EOS.
 
-The assistant spans of a conversation are found by rendering its prefixes: the text of
-``messages[:i]`` with the generation prompt ends where assistant turn ``i`` starts, and
-the text of ``messages[:i+1]`` ends where it stops. Token offsets map those character
-spans to tokens. A template whose prefixes do not render as prefixes of the whole
-conversation is refused with a message (it cannot be masked reliably).
+Each assistant turn ``i`` is located by rendering ``messages[:i]`` with the generation
+prompt and ``messages[:i+1]``: the turn is what the second adds after the first (from where
+they part when the prompt prefills text the turn does not render, as DeepSeek-R1's
+``<think>``). Character spans map to tokens through the offsets; a token with any character
+in a turn is labelled (a prompt's final space folded into the first answer token included).
+A template that is not prefix-preserving, or whose generation prompt changes the messages
+before it, is refused with the property named. The rules agree with TRL's SFT data path
+(``completion_only_loss``), which ``tests/training/test_train_sft_labels.py`` checks.
 
 Packing (``packing=true``, default) puts several examples into one row of exactly
 ``max_seq_length`` tokens (best-fit decreasing). Each example restarts its
