@@ -314,3 +314,21 @@ def test_first_step_loss_under_fsdp_on_two_cpu_processes(loss_case, tmp_path):
     got = _first_loss(res.stdout)
     print(f"\nsft first-step loss fsdp: {got} vs reference {expected}")
     assert got == pytest.approx(expected, abs=2e-4)
+
+
+@pytest.mark.parametrize("kind", TOKENIZER_KINDS)
+def test_prompt_completion_labels_agree_with_trl(kind, trl_args):
+    """Plain prompt/completion rows: TRL tokenizes prompt and prompt + completion + EOS and
+    labels from where they part; the entrypoint tokenizes the two apart. With the
+    completion starting on a word boundary both give the same tokens and labels."""
+    tok = chat_tokenizer("space_prompt", kind)
+    rng = random.Random(len(kind))
+    rows = []
+    for _ in range(40):
+        msgs = conversations("space_prompt", 1, seed=rng.randint(0, 10**6), multi_turn=False)[0]
+        rows.append({"prompt": msgs[-2]["content"], "completion": " " + msgs[-1]["content"]})
+    ref = trl_prepare(tok, rows, trl_args)
+    for row, expected in zip(rows, ref, strict=True):
+        got = sft.encode_prompt_completion(tok, row["prompt"], row["completion"], True)
+        assert got == (expected["input_ids"], expected["labels"])
+    print(f"\nprompt/completion labels {kind}: {len(rows)} agree with TRL")
