@@ -124,3 +124,38 @@ def test_validation_split_inside_the_train_channel(tmp_path, model_dirs, capsys)
     )
     assert rc == 0
     assert metric_values(capsys.readouterr().out, "eval_accuracy")
+
+
+def test_the_tokenized_data_cache_tells_tokenizers_with_other_vocabularies_apart(tmp_path):
+    """Same class, path, size and padding side, other vocabulary: the cache must not answer
+    for the second tokenizer with the first one's features (reference: the tokenizer itself)."""
+    import random
+    import types
+
+    import datasets
+    from ftl_train_testlib import VOCAB, wordpiece_tokenizer
+
+    from ftl_train import hparams, preprocess, tasks
+
+    words = VOCAB[5:]
+    shuffled = words[:]
+    random.Random(0).shuffle(shuffled)
+    tok_a = wordpiece_tokenizer(VOCAB)
+    tok_b = wordpiece_tokenizer(VOCAB[:5] + shuffled)
+    assert (type(tok_a), tok_a.name_or_path, len(tok_a)) == (
+        type(tok_b),
+        tok_b.name_or_path,
+        len(tok_b),
+    )
+    raw = datasets.Dataset.from_list(cls_records(8, seed=3))
+    hp = hparams.parse(["--task", "classification", "--max_seq_length", "32"])
+    config = types.SimpleNamespace(max_position_embeddings=64)
+    preprocess.configure_cache(str(tmp_path / "cache"))
+    try:
+        for tok in (tok_a, tok_b, tok_a):
+            task = tasks.PREPARE["classification"](hp, tok, config, raw, None, None)
+            expected = [tok(t, truncation=True, max_length=32)["input_ids"] for t in raw["text"]]
+            assert task.train["input_ids"] == expected
+    finally:
+        preprocess.configure_cache(None)
+    assert tok_a("w1 w2")["input_ids"] != tok_b("w1 w2")["input_ids"]

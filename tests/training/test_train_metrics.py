@@ -18,8 +18,11 @@ def test_normalize_and_squad_scores():
     )
     assert scores["exact_match"] == pytest.approx(50.0)
     assert scores["f1"] == pytest.approx(100 * (1 + 0.5) / 2)
-    # unanswerable: empty prediction matches an empty gold list
-    assert M.squad_metrics({"c": ""}, {"c": []}) == {"exact_match": 100.0, "f1": 100.0}
+    # unanswerable (SQuAD 2.0): the empty prediction matches an empty gold list
+    assert M.squad_metrics({"c": ""}, {"c": []}, version_2=True) == {
+        "exact_match": 100.0,
+        "f1": 100.0,
+    }
 
 
 def test_accuracy_and_macro_f1():

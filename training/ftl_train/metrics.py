@@ -69,12 +69,16 @@ def exact_match_score(prediction: str, truth: str) -> float:
     return float(normalize_answer(prediction) == normalize_answer(truth))
 
 
-def f1_score(prediction: str, truth: str) -> float:
+def f1_score(prediction: str, truth: str, version_2: bool = True) -> float:
+    """Token-overlap F1 of the normalized answers.
+
+    When either side normalizes to nothing: SQuAD v2.0 scores 1 if both do, else 0
+    (unanswerable questions); SQuAD v1.1 scores 0 (no common token).
+    """
     pred_tokens = normalize_answer(prediction).split()
     true_tokens = normalize_answer(truth).split()
     if not pred_tokens or not true_tokens:
-        # Unanswerable questions: both empty is a match, otherwise nothing.
-        return float(pred_tokens == true_tokens)
+        return float(version_2 and pred_tokens == true_tokens)
     common = collections.Counter(pred_tokens) & collections.Counter(true_tokens)
     same = sum(common.values())
     if same == 0:
@@ -85,16 +89,25 @@ def f1_score(prediction: str, truth: str) -> float:
 
 
 def squad_metrics(
-    predictions: dict[str, str], references: dict[str, Iterable[str]]
+    predictions: dict[str, str], references: dict[str, Iterable[str]], version_2: bool = False
 ) -> dict[str, float]:
-    """Exact match and F1 in percent, each the max over an example's gold answers."""
+    """Exact match and F1 in percent, each the max over an example's gold answers, by the
+    rules of the official evaluation scripts (``evaluate-v1.1.py``, ``evaluate-v2.0.py``).
+
+    ``version_2`` (a set with unanswerable questions): gold answers that normalize to the
+    empty string (``the``, ``a,``, ``.``) are dropped, and a question left without any is
+    unanswerable: its only gold answer is ``""``. v1.1 keeps every gold answer.
+    """
     if not references:
         return {"exact_match": 0.0, "f1": 0.0}
     em = f1 = 0.0
     for qid, golds in references.items():
-        golds = list(golds) or [""]
+        golds = list(golds)
+        if version_2:
+            golds = [g for g in golds if normalize_answer(g)]
+        golds = golds or [""]
         pred = predictions.get(qid, "")
         em += max(exact_match_score(pred, g) for g in golds)
-        f1 += max(f1_score(pred, g) for g in golds)
+        f1 += max(f1_score(pred, g, version_2) for g in golds)
     n = len(references)
     return {"exact_match": 100.0 * em / n, "f1": 100.0 * f1 / n}

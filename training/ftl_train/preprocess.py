@@ -3,6 +3,8 @@ column guessing and ``Dataset.map`` with a cache keyed on its inputs."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -141,13 +143,32 @@ def limit_raw(ds: Any, n: int | None) -> Any:
     return ds.select(range(n))
 
 
+def tokenizer_fingerprint(tokenizer: Any) -> str:
+    """A hash of what the tokenizer does: a fast tokenizer's whole backend state
+    (``tokenizer.json``: vocabulary, merges, added tokens, normalizer, pre-tokenizer,
+    post-processor), else the vocabulary and added tokens; plus the special tokens."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    h = hashlib.sha256()
+    if backend is not None:
+        h.update(backend.to_str().encode("utf-8"))
+    else:
+        vocab = sorted(tokenizer.get_vocab().items())
+        h.update(json.dumps(vocab, ensure_ascii=False).encode("utf-8"))
+        h.update(repr(sorted(tokenizer.get_added_vocab().items())).encode("utf-8"))
+    specials = getattr(tokenizer, "special_tokens_map", {}) or {}
+    h.update(json.dumps(specials, sort_keys=True, default=str).encode("utf-8"))
+    return h.hexdigest()
+
+
 def tokenizer_key(tokenizer: Any) -> list:
-    """What identifies a tokenizer in a cache key."""
+    """What identifies a tokenizer in a cache key: its class, path, size, padding side and
+    a fingerprint of its vocabulary (two tokenizers alike in all else differ there)."""
     return [
         type(tokenizer).__name__,
         getattr(tokenizer, "name_or_path", ""),
         len(tokenizer),
         tokenizer.padding_side,
+        tokenizer_fingerprint(tokenizer),
     ]
 
 

@@ -175,7 +175,7 @@ def _evaluation(
             max_answer_length=hp.max_answer_length,
             allow_null=with_null,
         )
-        return M.squad_metrics(texts, references)
+        return M.squad_metrics(texts, references, version_2=with_null)
 
     return eval_features, compute_metrics
 
@@ -235,14 +235,23 @@ def postprocess_qa(
     max_answer_length: int = 30,
     allow_null: bool = False,
 ) -> dict[str, str]:
-    """Best answer text per example from the windows' start/end logits."""
+    """Best answer text per example from the windows' start/end logits.
+
+    Candidates: the ``n_best`` highest start and end logits of every window, pairs inside
+    the context with end >= start and at most ``max_answer_length`` tokens; the ``n_best``
+    best scores (start + end logit) are kept. Without ``allow_null`` the best one is the
+    answer. With it (SQuAD 2.0) the null answer (the lowest [CLS] score over the windows)
+    competes among them; the answer is the best candidate whose text is not empty (a span
+    of zero-width offsets, such as a bare-space token, has none), unless the null score is
+    higher, then it is "". The rules of Hugging Face's ``postprocess_qa_predictions``.
+    """
     by_example: dict[str, list[int]] = collections.defaultdict(list)
     for i, ex_id in enumerate(feature_example_ids):
         by_example[ex_id].append(i)
     answers: dict[str, str] = {}
     for ex_id, feats in by_example.items():
         context = contexts[ex_id]
-        best_score, best_text = -np.inf, ""
+        candidates: list[tuple[float, str]] = []
         null_score = np.inf
         for fi in feats:
             offsets = feature_offsets[fi]
@@ -258,11 +267,15 @@ def postprocess_qa(
                 for e in e_idx:
                     if offsets[e] is None or e < s or e - s + 1 > max_answer_length:
                         continue
-                    score = float(s_log[s] + e_log[e])
-                    if score > best_score:
-                        best_score = score
-                        best_text = context[offsets[s][0] : offsets[e][1]]
-        if allow_null and null_score > best_score:
-            best_text = ""
-        answers[ex_id] = best_text
+                    text = context[offsets[s][0] : offsets[e][1]]
+                    candidates.append((float(s_log[s] + e_log[e]), text))
+        if allow_null:
+            candidates.append((null_score, ""))
+        candidates.sort(key=lambda c: c[0], reverse=True)  # stable: ties keep their order
+        kept = candidates[:n_best]
+        if not allow_null:
+            answers[ex_id] = kept[0][1] if kept else ""
+            continue
+        best = next((c for c in kept if c[1]), None)
+        answers[ex_id] = "" if best is None or null_score > best[0] else best[1]
     return answers

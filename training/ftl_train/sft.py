@@ -8,11 +8,14 @@ Data (JSON lines or any format ``data.py`` reads), one example per row:
 * ``prompt`` and ``completion``: the prompt, then the completion and EOS. Labels only on
   the completion and EOS.
 
-The assistant spans of a conversation are found by rendering its prefixes: the text of
-``messages[:i]`` with the generation prompt ends where assistant turn ``i`` starts, and
-the text of ``messages[:i+1]`` ends where it stops. Token offsets map those character
-spans to tokens. A template whose prefixes do not render as prefixes of the whole
-conversation is refused with a message (it cannot be masked reliably).
+Each assistant turn ``i`` is located by rendering ``messages[:i]`` with the generation
+prompt and ``messages[:i+1]``: the turn is what the second adds after the first (from where
+they part when the prompt prefills text the turn does not render, as DeepSeek-R1's
+``<think>``). Character spans map to tokens through the offsets; a token with any character
+in a turn is labelled (a prompt's final space folded into the first answer token included).
+A template that is not prefix-preserving, or whose generation prompt changes the messages
+before it, is refused with the property named. The rules agree with TRL's SFT data path
+(``completion_only_loss``), which ``tests/training/test_train_sft_labels.py`` checks.
 
 Packing (``packing=true``, default) puts several examples into one row of exactly
 ``max_seq_length`` tokens (best-fit decreasing). Each example restarts its
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,28 +66,68 @@ def _render(tokenizer: Any, messages: list, generation_prompt: bool = False) -> 
     )
 
 
+def _template_error(turn: int, prop: str) -> HyperparameterError:
+    return HyperparameterError(
+        f"completion_only_loss cannot label this chat template: {prop} (assistant turn at "
+        f"message {turn} of a conversation). Set completion_only_loss=false to train on every "
+        "token, or give the model a chat template without this property"
+    )
+
+
 def assistant_spans(tokenizer: Any, messages: list) -> tuple[str, list[tuple[int, int]]]:
-    """The rendered conversation and the character spans of its assistant turns."""
+    """The rendered conversation and the character spans of its assistant turns.
+
+    For assistant turn ``i``: ``through`` is ``messages[:i+1]`` rendered, ``prompt`` is
+    ``messages[:i]`` rendered with the generation prompt (what inference feeds the model).
+    The turn's span ends where ``through`` ends; it starts where ``through`` stops being
+    ``prompt``: after the whole generation prompt when the turn renders it, else (a prompt
+    that prefills text the turn does not render, such as DeepSeek-R1's ``<think>``) where
+    the two part. Refused, naming the property: a template that renders ``through`` other
+    than as a prefix of the whole conversation (it rewrites earlier turns once later
+    messages follow), or whose generation prompt does not extend ``messages[:i]``.
+    """
     text = _render(tokenizer, messages)
     spans = []
     for i, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
-        start = len(_render(tokenizer, messages[:i], generation_prompt=True)) if i else 0
         through = _render(tokenizer, messages[: i + 1])
-        if not text.startswith(through) or start > len(through):
-            raise HyperparameterError(
-                "the tokenizer's chat template does not render a conversation's prefixes as "
-                "prefixes of the whole; set completion_only_loss=false to train on every token"
+        if i:
+            before = _render(tokenizer, messages[:i])
+            prompt = _render(tokenizer, messages[:i], generation_prompt=True)
+        else:  # a conversation that opens with the assistant
+            before = prompt = ""
+        if not text.startswith(through) or not through.startswith(before):
+            raise _template_error(
+                i,
+                "it is not prefix-preserving: the conversation up to this turn does not render "
+                "as a prefix of the whole conversation (the template rewrites earlier turns, "
+                "e.g. drops their reasoning, once later messages follow)",
             )
+        if not prompt.startswith(before):
+            raise _template_error(
+                i,
+                "its generation prompt does not extend the conversation before it (rendering "
+                "with add_generation_prompt=true changes the earlier messages)",
+            )
+        if through.startswith(prompt):
+            start = len(prompt)
+        else:
+            start = len(os.path.commonprefix([prompt, through]))
         spans.append((start, len(through)))
     return text, spans
 
 
 def _labels_from_spans(offsets: list, spans: list[tuple[int, int]], ids: list[int]) -> list[int]:
+    """Label every token with a character inside an answer span.
+
+    A token that starts before the span but reaches into it (a generation prompt's final
+    space folded into the first answer token, ``Ġword`` or ``▁word``) is the answer's first
+    token: the model is trained to produce it.
+    """
     labels = [IGNORE] * len(ids)
     for k, (a, b) in enumerate(offsets):
-        if b > a and any(s <= a < e for s, e in spans):
+        if b > a and any(a < e and b > s for s, e in spans):
             labels[k] = ids[k]
     return labels
 
@@ -94,11 +138,12 @@ def encode_messages(tokenizer: Any, messages: list, completion_only: bool) -> tu
             "messages data needs a tokenizer with a chat template (tokenizer_config.json "
             "chat_template); use prompt/completion data for a base model without one"
         )
+    if not completion_only:
+        ids = list(tokenizer(_render(tokenizer, messages), add_special_tokens=False)["input_ids"])
+        return ids, list(ids)
     text, spans = assistant_spans(tokenizer, messages)
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids = list(enc["input_ids"])
-    if not completion_only:
-        return ids, list(ids)
     return ids, _labels_from_spans(enc["offset_mapping"], spans, ids)
 
 
@@ -137,21 +182,27 @@ def tokenize_batch(
 
 
 def pack_bins(lengths: Sequence[int], capacity: int) -> list[list[int]]:
-    """Best-fit decreasing: indices grouped into bins whose lengths sum to <= capacity."""
+    """Best-fit decreasing: indices grouped into bins whose lengths sum to <= capacity.
+
+    Longest first (ties in input order); each goes into the bin with the least space that
+    fits it, among equals the one that came to that space first (TRL's ``bfd`` order).
+    """
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    free: list[tuple[int, int]] = []  # (space left, bin number), sorted
+    free: list[tuple[int, int, int]] = []  # (space left, arrival, bin number), sorted
     bins: list[list[int]] = []
+    arrivals = 0
     for i in order:
         need = lengths[i]
-        k = bisect.bisect_left(free, (need, -1))
+        k = bisect.bisect_left(free, (need, -1, -1))
         if k < len(free):
-            space, b = free.pop(k)
+            space, _arrival, b = free.pop(k)
         else:
             space, b = capacity, len(bins)
             bins.append([])
         bins[b].append(i)
         if space - need > 0:
-            bisect.insort(free, (space - need, b))
+            bisect.insort(free, (space - need, arrivals, b))
+            arrivals += 1
     # Bins in the order of their first example, so the data order stays close to the input.
     return sorted(bins, key=min)
 
