@@ -132,6 +132,7 @@ class TeamsConfig:
         for i, name in enumerate(names):
             if name in names[:i]:
                 raise TeamsError(f"{key}[{i}].name", "team names must be unique", name)
+        _refuse_overlapping_names(names, key)
         if admins is None:
             admins = []
         admin_list = _principals(admins, admins_key, allow_empty=True)
@@ -159,6 +160,32 @@ class TeamsConfig:
             return cls.parse(teams, admins, key="FTL_TEAMS", admins_key="FTL_ADMINS")
         except TeamsError as exc:
             raise ValueError(f"environment variable {exc}") from None
+
+
+def _refuse_overlapping_names(names: list[str], key: str) -> None:
+    """A team's name is the prefix ``<team>-`` of its jobs, its S3 keys and its IAM patterns
+    (``<team>-*``), and without dashes it names the team's stack outputs and constructs. Two
+    teams may not share either: ``team-a`` would own ``team-a-b``'s jobs and prefixes, and
+    ``team-ab`` and ``team-a-b`` would get one output id."""
+    for i, name in enumerate(names):
+        for j, other in enumerate(names):
+            if i == j:
+                continue
+            if other.startswith(f"{name}-"):
+                raise TeamsError(
+                    f"{key}[{j}].name",
+                    f"team names must not extend another team's name with '-': "
+                    f"{key}[{i}].name {name!r} would cover the jobs, S3 prefixes and IAM name "
+                    f"patterns of {other!r}",
+                    other,
+                )
+            if j > i and name.replace("-", "") == other.replace("-", ""):
+                raise TeamsError(
+                    f"{key}[{j}].name",
+                    f"team names must differ in more than '-': {key}[{i}].name {name!r} and "
+                    f"{other!r} give the same stack output id",
+                    other,
+                )
 
 
 def principal_matches(pattern: str, arn: str) -> bool:

@@ -66,9 +66,16 @@ class SubmitUncertain(UpstreamError):
     botocore's retries, or no answer): look it up by name before calling the submit failed."""
 
 
-def batch_client_token(team: str | None, client_token: str) -> str:
-    """Batch's ``clientToken`` (1-64 chars) for a caller's token, scoped to the team."""
-    key = f"{team or DEFAULT_SHARE}\x00{client_token}".encode()
+def batch_client_token(team: str | None, client_token: str | None, job_name: str = "") -> str:
+    """Batch's ``clientToken`` (1-64 chars) for a caller's token, scoped to the team; for a
+    job submitted without one, derived from the job's name in a space of its own (its hashed
+    text starts with ``[``, a caller's with the team name), so no caller's token can collide
+    with the launcher's."""
+    share = team or DEFAULT_SHARE
+    if client_token is None:
+        key = json.dumps(["job", share, job_name]).encode()
+    else:
+        key = f"{share}\x00{client_token}".encode()
     return hashlib.sha256(key).hexdigest()  # 64 hex characters
 
 
@@ -77,7 +84,7 @@ def service_job_request(
     *,
     job_queue: str,
     job_name: str,
-    client_token: str,
+    client_token: str | None,
     team: str | None,
     priority: int,
     tags: Mapping[str, str] | None = None,
@@ -106,7 +113,7 @@ def service_job_request(
         "serviceRequestPayload": payload,
         "schedulingPriority": priority,
         "retryStrategy": RETRY_STRATEGY,
-        "clientToken": batch_client_token(team, client_token),
+        "clientToken": batch_client_token(team, client_token, job_name),
     }
     if share_policy == "quotashare":
         request["quotaShareName"] = share

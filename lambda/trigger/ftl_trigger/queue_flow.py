@@ -61,9 +61,10 @@ class QueueFlow:
             rendered,
             job_queue=str(sched.job_queue_arn),
             job_name=job["job_name"],
-            # The caller's token, or the job's own name when it has none: a replay of the
-            # same claim resubmits with the same clientToken, so Batch queues one job.
-            client_token=job.get("client_token") or f"job:{job['job_name']}",
+            # The caller's token, or (none given) one derived from the job's name in a space
+            # of its own: a replay of the same claim resubmits with the same clientToken, so
+            # Batch queues one job.
+            client_token=job.get("client_token"),
             team=job.get("team"),
             priority=int(job["priority"]),
             tags={t["Key"]: t["Value"] for t in rendered.get("Tags", [])},

@@ -84,3 +84,35 @@ def test_bad_team_context_fails_settings_naming_the_key():
     assert "'ftl:teams[0].name'" in str(info.value)
     settings = PlatformSettings.from_mapping({"teams": [_team()], "admins": [ROLE_A]})
     assert settings.teams.get("team-a").principals == (ROLE_A,)
+
+
+@pytest.mark.parametrize(
+    ("names", "key", "other_key"),
+    [
+        # team-a's jobs team-a-b-... would land in team-a-b's name space and IAM patterns
+        (["team-a", "team-a-b"], "ftl:teams[1].name", "ftl:teams[0].name"),
+        (["team-a-b", "team-a"], "ftl:teams[0].name", "ftl:teams[1].name"),
+        # the same stack output / construct id (TeamTeamab...) once the dashes go
+        (["team-ab", "team-a-b"], "ftl:teams[1].name", "ftl:teams[0].name"),
+    ],
+)
+def test_overlapping_team_name_spaces_are_refused_naming_both_keys(names, key, other_key):
+    with pytest.raises(TeamsError) as info:
+        TeamsConfig.parse([_team(name=n) for n in names])
+    assert info.value.key == key
+    assert other_key in str(info.value)
+
+
+def test_overlapping_team_names_fail_synth_naming_the_keys():
+    from ftl_constructs.settings import ContextError
+    from tests.infra.synth import synth
+
+    teams = [_team(name="team-ab"), _team(name="team-a-b")]
+    with pytest.raises(ContextError) as info:
+        synth(**{"ftl:teams": teams})
+    assert "ftl:teams[1].name" in str(info.value) and "ftl:teams[0].name" in str(info.value)
+
+
+def test_teams_whose_names_only_share_a_start_are_fine():
+    config = TeamsConfig.parse([_team(name="team-a"), _team(name="team-ab")])
+    assert [t.name for t in config.teams] == ["team-a", "team-ab"]

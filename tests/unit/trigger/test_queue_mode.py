@@ -48,6 +48,18 @@ def job(prefix, **extra):
 
 
 # ------------------------------------------------------------------------------- submit
+def test_a_callers_token_cannot_collide_with_the_launchers_own(queued, prefix):
+    """A token-less job gets a Batch token derived from its name; a caller who sends the
+    derivation's old form ("job:<name>") gets a job of its own, not a Conflict."""
+    first = queued(job(f"{prefix}-a"))
+    assert first["status"] == "Queued", first
+    second = queued(job(f"{prefix}-b", client_token=f"job:{first['job_name']}"))
+    assert second["status"] == "Queued", second
+    sent = {j.request["jobName"]: j.request["clientToken"] for j in queued.batch_jobs()}
+    assert len(set(sent.values())) == 2
+    assert sent[first["job_name"]] != batch.batch_client_token(None, f"job:{first['job_name']}")
+
+
 def test_submit_queues_a_service_job_instead_of_creating_a_training_job(queued, prefix):
     resp = queued(job(prefix, client_token=prefix))
     assert set(resp) == JOB_FIELDS | QUEUE_FIELDS, resp
