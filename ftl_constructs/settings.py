@@ -29,6 +29,7 @@ from ftl_constructs.settings_parts import (
     prices_setting,
     queue_setting,
     string_setting,
+    structured_setting,
     teams_setting,
 )
 from jobmodel._rules import is_bucket_name
@@ -192,7 +193,8 @@ def _retention_setting(v: Mapping[str, Any]) -> int:
 
 
 def _buckets_setting(v: Mapping[str, Any]) -> list[str]:
-    extra = v["extraInputBuckets"] if v["extraInputBuckets"] is not None else []
+    raw = structured_setting(v, "extraInputBuckets")
+    extra = raw if raw is not None else []
     if not isinstance(extra, list) or not all(
         isinstance(b, str) and is_bucket_name(b) for b in extra
     ):
@@ -201,7 +203,8 @@ def _buckets_setting(v: Mapping[str, Any]) -> list[str]:
 
 
 def _tags_setting(v: Mapping[str, Any]) -> dict[str, str]:
-    tags = v["tags"] if v["tags"] is not None else {}
+    raw = structured_setting(v, "tags")
+    tags = raw if raw is not None else {}
     if not isinstance(tags, dict) or not all(
         isinstance(k, str)
         and isinstance(t, str)

@@ -223,7 +223,7 @@ def network_setting(v: Mapping[str, Any]) -> NetworkSettings:
     create_endpoints = bool_setting(v, "createEndpoints", True)
 
     existing = None
-    raw = v["existingVpc"]
+    raw = structured_setting(v, "existingVpc")
     if mode == "existing":
         rule = (
             'an object {"vpcId": "vpc-...", "availabilityZones": [...], '

@@ -432,3 +432,44 @@ def test_prices_and_teams_accept_json_text_from_the_command_line():
     )
     assert s.prices == {"us-east-1": {"ml.p4d.24xlarge": 37.688}}
     assert [t.name for t in s.teams.teams] == ["team-a"]
+
+
+# Every JSON-valued context key, as `-c key=<JSON text>` gives it (text) and as cdk.json does.
+JSON_KEYS = {
+    "prices": {"us-east-1": {"ml.p4d.24xlarge": 37.688}},
+    "teams": [{"name": "team-a", "principals": ["arn:aws:iam::123456789012:role/a"]}],
+    "admins": ["arn:aws:iam::123456789012:role/admin"],
+    "extraInputBuckets": ["shared-corpus"],
+    "tags": {"cost-center": "ml"},
+    "existingVpc": {
+        "vpcId": "vpc-0123abcd",
+        "availabilityZones": ["us-east-1a"],
+        "privateSubnetIds": ["subnet-0aaa1111"],
+        "routeTableIds": ["rtb-0aaa1111"],
+    },
+}
+
+
+def _with(key, value):
+    raw = {key: value}
+    if key == "admins":
+        raw["teams"] = JSON_KEYS["teams"]
+    if key == "existingVpc":
+        raw["network"] = "existing"
+    return raw
+
+
+@pytest.mark.parametrize("key", list(JSON_KEYS))
+def test_every_json_valued_key_accepts_json_text(key):
+    import json
+
+    parsed = PlatformSettings.from_mapping(_with(key, JSON_KEYS[key]))
+    from_text = PlatformSettings.from_mapping(_with(key, json.dumps(JSON_KEYS[key])))
+    assert from_text == parsed
+
+
+@pytest.mark.parametrize("key", list(JSON_KEYS))
+def test_json_text_that_does_not_parse_names_the_key(key):
+    with pytest.raises(ContextError) as err:
+        PlatformSettings.from_mapping(_with(key, "{not json"))
+    assert err.value.key.removeprefix("ftl:") == key
