@@ -34,7 +34,7 @@ demo-queue: setup
 	$(PY) -m sandbox.demo --queue
 
 sandbox: setup
-	$(PY) -m sandbox.demo --serve
+	$(PY) -m sandbox.demo --serve $(if $(PORT),--port $(PORT))
 
 lint: setup
 	$(VENV)/bin/ruff check .

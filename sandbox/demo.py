@@ -5,17 +5,19 @@ Lambda Invoke of the deployed trigger (the sandbox runs the deployed zip with th
 configuration, since moto needs Docker to run Lambda code).
 
 ``--queue`` (`make demo-queue`) runs the queue-mode demo instead (``sandbox/queue_demo.py``);
-``--serve`` keeps the sandbox up afterwards on ``localhost:4566``.
+``--serve`` (`make sandbox`) keeps the sandbox up afterwards on ``localhost:4566``, or on a free
+port when 4566 is taken (``--port N`` asks for one), and prints the ``export`` lines for a
+second shell (``sandbox/shell.py``).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
 import re
 import sys
-import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,6 +26,7 @@ import boto3
 
 from sandbox.deploy import deploy, sandbox_env
 from sandbox.server import Sandbox
+from sandbox.shell import PortInUse, choose_port, serve_forever
 
 REQUEST = {
     "template": "bert-large-qa",
@@ -35,14 +38,35 @@ REQUEST = {
 }
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m sandbox.demo", description=__doc__)
+    parser.add_argument("--queue", action="store_true", help="the queue-mode demo")
+    parser.add_argument(
+        "--serve", action="store_true", help="keep the sandbox up for the ftl client"
+    )
+    parser.add_argument(
+        "--port", type=int, metavar="N", help="with --serve: listen on N (default 4566)"
+    )
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    serve = "--serve" in args
-    if "--queue" in args:
+    args = parse_args(argv)
+    serve = args.serve
+    port = None
+    if serve:
+        try:
+            port, note = choose_port(args.port)
+        except PortInUse as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if note:
+            print(note)
+    if args.queue:
         from sandbox.queue_demo import run
 
-        return run(serve=serve)
-    with Sandbox(port=4566 if serve else None) as sandbox:
+        return run(serve=serve, port=port)
+    with Sandbox(port=port) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         with unsupported_notices() as skipped:
@@ -106,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in rows:
             print(f"  {key:<{width}}  {value}")
         if serve:
-            serve_forever(sandbox.endpoint)
+            serve_forever(sandbox.endpoint, outputs)
     return 0
 
 
@@ -154,20 +178,6 @@ def summary(skipped: set[str]) -> str:
         f"the sandbox (moto) does not model {len(skipped)} resource types, skipped: "
         + ", ".join(sorted(skipped))
     )
-
-
-def serve_forever(endpoint: str) -> None:
-    """Keep the sandbox up so the ftl client can be tried from another shell."""
-    print("\nThe sandbox stays up until Ctrl-C. In another shell:\n")
-    for key, value in sandbox_env(endpoint).items():
-        if key.startswith(("AWS_", "CDK_DEFAULT")):
-            print(f"  export {key}={value}")
-    print("  .venv/bin/ftl templates\n  .venv/bin/ftl submit distilbert-spot --wait\n")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        print("sandbox stopped")
 
 
 if __name__ == "__main__":

@@ -28,9 +28,10 @@ from typing import Any, TextIO
 import boto3
 
 from sandbox.batch_api import BatchSandbox
-from sandbox.demo import serve_forever, summary, unsupported_notices
+from sandbox.demo import summary, unsupported_notices
 from sandbox.deploy import sandbox_env
 from sandbox.queue_mode import QueueDeployment, deploy_queue
+from sandbox.shell import serve_forever
 
 CAPACITY = 4
 JOBS = [
@@ -55,8 +56,8 @@ COLUMNS = (
 STARTED = ("Scheduled", "InProgress")
 
 
-def run(*, serve: bool = False) -> int:
-    with BatchSandbox(port=4566 if serve else None) as sandbox:
+def run(*, serve: bool = False, port: int | None = None) -> int:
+    with BatchSandbox(port=port) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying with ftl:scheduler=queue")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         with unsupported_notices() as skipped:
@@ -75,7 +76,7 @@ def run(*, serve: bool = False) -> int:
             deployment.pump.stop()
             sandbox.batch.stop_ticker()
         if serve and code == 0:
-            serve_forever(sandbox.endpoint)
+            serve_forever(sandbox.endpoint, deployment.outputs)
     return code
 
 

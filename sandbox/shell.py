@@ -1,0 +1,120 @@
+"""`make sandbox`: keep the sandbox up and hand a second shell what ``ftl`` needs.
+
+The sandbox listens on ``localhost:4566`` unless that port is taken: then it takes a free port
+and says so (``--port N`` / ``make sandbox PORT=N`` asks for one; a requested port that is taken
+is an error, not a silent change). It also starts the HTTP API's stand-in
+(:class:`sandbox.http_api.LocalHttpApi`, moto has no API Gateway v2) in front of the deployed
+trigger, so ``ftl --via http`` works as it does against AWS.
+
+:func:`export_lines` are the lines to paste into the second shell: the sandbox's AWS
+variables, ``DATA_BUCKET`` (the data bucket the quick start uploads to), ``FTL_API_URL``
+(the HTTP stand-in) and the virtual environment's ``bin`` on ``PATH``, so the README's
+``ftl ...`` lines run as written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from sandbox.deploy import ROOT, sandbox_env
+from sandbox.server import PortInUse, free_port, port_free
+
+DEFAULT_PORT = 4566
+VENV_BIN = ROOT / ".venv" / "bin"
+
+
+def choose_port(requested: int | None, *, default: int = DEFAULT_PORT) -> tuple[int, str | None]:
+    """The port to serve on and a note for the user when it is not the one they expect.
+
+    A ``requested`` port that is taken raises :class:`PortInUse`; the default port, when
+    taken, gives way to a free one.
+    """
+    if requested is not None:
+        if not 1 <= requested <= 65535:
+            raise PortInUse(f"--port must be between 1 and 65535, got {requested}")
+        if not port_free(requested):
+            raise PortInUse(
+                f"port {requested} is in use; stop what listens there or pick another port "
+                "with --port N (make sandbox PORT=N)"
+            )
+        return requested, None
+    if port_free(default):
+        return default, None
+    port = free_port()
+    return port, (
+        f"port {default} is in use (another sandbox or localstack?); this sandbox listens on "
+        f"{port} instead (choose one with --port N, make sandbox PORT=N)"
+    )
+
+
+def exports(
+    endpoint: str, outputs: Mapping[str, Mapping[str, str]], api_url: str | None
+) -> dict[str, str]:
+    """The variables a second shell needs (PATH is handled by :func:`export_lines`)."""
+    env = {k: v for k, v in sandbox_env(endpoint).items() if k.startswith(("AWS_", "CDK_DEFAULT"))}
+    flat = {k: v for stack in outputs.values() for k, v in stack.items()}
+    if "DataBucketName" in flat:
+        env["DATA_BUCKET"] = flat["DataBucketName"]
+    if api_url:
+        env["FTL_API_URL"] = api_url
+    return env
+
+
+def export_lines(
+    endpoint: str,
+    outputs: Mapping[str, Mapping[str, str]],
+    api_url: str | None,
+    *,
+    venv_bin: Path = VENV_BIN,
+) -> list[str]:
+    """``export`` lines for a POSIX shell, quoted; ``ftl`` on PATH from the project's venv."""
+    lines = [
+        f"export {k}={shlex.quote(v)}"
+        for k, v in sorted(exports(endpoint, outputs, api_url).items())
+    ]
+    lines.append(f'export PATH={shlex.quote(str(venv_bin))}:"$PATH"')
+    return lines
+
+
+@contextlib.contextmanager
+def http_api(endpoint: str, outputs: Mapping[str, Mapping[str, str]]) -> Iterator[str | None]:
+    """The HTTP API's stand-in in front of the deployed trigger; yields its URL."""
+    from sandbox.http_api import LocalHttpApi
+
+    flat = {k: v for stack in outputs.values() for k, v in stack.items()}
+    function = flat.get("TriggerFunctionName")
+    if not function:
+        yield None
+        return
+    with LocalHttpApi(endpoint, function) as api:
+        yield api.url
+
+
+def serve_forever(
+    endpoint: str,
+    outputs: Mapping[str, Mapping[str, str]],
+    *,
+    commands: tuple[str, ...] = (
+        "ftl templates",
+        "ftl submit distilbert-spot --input train=s3://$DATA_BUCKET/imdb/train/ --wait",
+        "ftl --via http list",
+    ),
+) -> None:
+    """Keep the sandbox up until Ctrl-C, printing what to paste into another shell."""
+    with http_api(endpoint, outputs) as api_url:
+        print("\nThe sandbox stays up until Ctrl-C. Paste into another shell:\n")
+        for line in export_lines(endpoint, outputs, api_url):
+            print(f"  {line}")
+        print()
+        for command in commands:
+            print(f"  {command}")
+        print()
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("sandbox stopped")
