@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ftl_client.client import Progress, parse_time
+from jobmodel.contract import TERMINAL_STATUSES
 
 Cell = str | Sequence[str]
 
@@ -154,8 +155,15 @@ def queue_table(jobs: Sequence[dict[str, Any]], now: datetime | None = None) -> 
 def submitted(job: dict[str, Any], watch_hint: str | None = None) -> str:
     """What ``submit`` started: template, hardware, estimate, status and where to look."""
     kind = "spot" if job.get("spot") else "on-demand"
+    if job.get("replayed"):
+        first = (
+            f"already submitted {job['job_name']} (its client_token was used before: this is "
+            "that job, nothing new was started)"
+        )
+    else:
+        first = f"submitted {job['job_name']}"
     lines = [
-        f"submitted {job['job_name']}",
+        first,
         f"  template: {job.get('template')}, {job.get('instance_count')} x "
         f"{job.get('instance_type')} ({kind})",
         f"  estimated max cost: {money(job.get('estimated_max_cost_usd'))}",
@@ -168,11 +176,33 @@ def submitted(job: dict[str, Any], watch_hint: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def stop_result(job: dict[str, Any]) -> str:
-    """What ``stop`` did: asked SageMaker to stop, or nothing (the job had already ended)."""
-    if job.get("status") == "Stopping":
-        return f"{job['job_name']}: stopping (SageMaker saves the last checkpoint first)"
-    return f"{job['job_name']} is already {job.get('status')}; nothing to stop"
+def stop_result(job: dict[str, Any], before: str | None = None) -> str:
+    """What ``stop`` did, from the job's status before the call (``before``) and after it:
+    asked SageMaker to stop, stopped a queued job at once, or nothing (it had already ended)."""
+    name, status = job["job_name"], job.get("status")
+    if status == "Stopping":
+        return f"{name}: stopping (SageMaker saves the last checkpoint first)"
+    if before is not None and before not in TERMINAL_STATUSES and status in TERMINAL_STATUSES:
+        if status != "Stopped":
+            return f"{name} ended {status} before the stop arrived; nothing to stop"
+        if before == "Queued":
+            return f"{name}: stopped while queued (it never started; its place is given back)"
+        return f"{name}: stopped"
+    return f"{name} is already {status}; nothing to stop"
+
+
+def no_log_lines(job: dict[str, Any]) -> str:
+    """Why ``logs`` printed nothing: the job has not started, has ended without lines, or its
+    lines have not arrived yet."""
+    name, status = job.get("job_name"), job.get("status")
+    if status in TERMINAL_STATUSES:
+        return (
+            f"no log lines for {name}: it ended {status} and CloudWatch Logs has none for it "
+            "(streams JOB/... in /aws/sagemaker/TrainingJobs)"
+        )
+    if status in ("Queued", "Submitting"):
+        return f"no log lines for {name} yet: it is {status} and has not started"
+    return f"no log lines for {name} yet (status {status}); try again, or --follow"
 
 
 def stopped_watching(name: str, prefix: str) -> str:
