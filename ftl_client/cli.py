@@ -162,8 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     command("templates", "list the job templates, their instance types and overridable settings")
     _add_submit(command("submit", "start a job from a template"))
 
-    status = command("status", "describe a job")
+    status = command("status", "describe a job; --wait watches it until it ends")
     status.add_argument("job", metavar="JOB")
+    status.add_argument("--wait", action="store_true", help="watch the job until it ends")
+    _poll(status)
 
     wait = command("wait", "watch a job until it ends (Ctrl-C stops watching, not the job)")
     wait.add_argument("job", metavar="JOB")
@@ -331,6 +333,8 @@ class Cli:
         return self.watch(self.args.job)
 
     def cmd_status(self) -> int:
+        if self.args.wait:
+            return self.watch(self.args.job)
         job = self.client.describe(self.args.job)
         self.emit(job, display.job_detail(job))
         return EXIT_OK

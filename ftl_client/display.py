@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -49,7 +50,8 @@ def hyperparameter(name: str, spec: dict[str, Any]) -> str:
     """``learning_rate: float 1e-06..0.001`` or ``model: str {a, b}``."""
     text = f"{name}: {spec.get('type', '?')}"
     if "choices" in spec:
-        text += " {" + ", ".join(str(c) for c in spec["choices"]) + "}"
+        # JSON for each choice, so "" and "full_shard auto_wrap" cannot be misread.
+        text += " {" + ", ".join(json.dumps(c) for c in spec["choices"]) + "}"
     elif "min" in spec or "max" in spec:
         text += f" {_num(spec.get('min'))}..{_num(spec.get('max'))}"
     return text
@@ -61,6 +63,22 @@ def _num(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def channels(template: dict[str, Any]) -> list[str]:
+    """``train (required) s3://bucket/squad/train/`` per input channel; older launchers that
+    answer only ``inputs`` (names) give the names."""
+    views = template.get("channels")
+    if views is None:
+        return [str(name) for name in template.get("inputs", [])] or ["-"]
+    lines = []
+    for c in views:
+        text = f"{c['name']} ({'required' if c.get('required') else 'optional'})"
+        where = c.get("default_s3_uri") or (
+            f"<data bucket>/{c['default_prefix']}" if c.get("default_prefix") else None
+        )
+        lines.append(f"{text} default {where}" if where else text)
+    return lines or ["-"]
+
+
 def templates_table(templates: Sequence[dict[str, Any]]) -> str:
     rows = []
     for t in templates:
@@ -69,17 +87,29 @@ def templates_table(templates: Sequence[dict[str, Any]]) -> str:
         overridable = t.get("hyperparameters", {}).get("overridable", {})
         rows.append(
             [
-                t["name"],
+                [t["name"], "(legacy)"] if t.get("legacy") else t["name"],
                 t.get("distribution", "-"),
                 f"{t.get('default_instance_count', '-')} (max {t.get('max_instance_count', '-')})",
                 types,
                 "yes" if t.get("spot") else "no",
                 _hours(t.get("max_runtime_seconds")),
+                channels(t),
                 [hyperparameter(k, v) for k, v in overridable.items()] or ["-"],
             ]
         )
-    headers = ["TEMPLATE", "DIST", "INSTANCES", "INSTANCE TYPES", "SPOT", "MAX RUN", "OVERRIDABLE"]
-    return table(headers, rows) + "\n* default instance type"
+    headers = [
+        "TEMPLATE",
+        "DIST",
+        "INSTANCES",
+        "INSTANCE TYPES",
+        "SPOT",
+        "MAX RUN",
+        "INPUTS",
+        "OVERRIDABLE",
+    ]
+    notes = ["* default instance type"]
+    notes += [f"legacy: {t['name']}: {t['legacy']}" for t in templates if t.get("legacy")]
+    return table(headers, rows) + "\n" + "\n".join(notes)
 
 
 def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:

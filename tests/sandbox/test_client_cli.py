@@ -55,7 +55,7 @@ def ok(proc: subprocess.CompletedProcess) -> str:
     return proc.stdout
 
 
-def test_templates_as_a_table_and_as_json(ftl):
+def test_templates_as_a_table_and_as_json(deployed, ftl):
     table = ok(ftl("templates"))
     assert table.splitlines()[0].split() == [
         "TEMPLATE",
@@ -66,11 +66,15 @@ def test_templates_as_a_table_and_as_json(ftl):
         "SPOT",
         "MAX",
         "RUN",
+        "INPUTS",
         "OVERRIDABLE",
     ]
     for name in SHIPPED_TEMPLATES:
         assert name in table
     assert "learning_rate: float 1e-06..0.001" in table and "ml.p4d.24xlarge*" in table
+    data = deployed.output("DataBucketName")
+    assert f"train (required) default s3://{data}/squad/train/" in table
+    assert "(legacy)" in table and "legacy: gpt-tp-sharded: " in table
     templates = json.loads(ok(ftl("templates", "--json")))["templates"]
     assert [t["name"] for t in templates] == SHIPPED_TEMPLATES
 
