@@ -48,7 +48,7 @@ test: lint
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
 
 synth: setup
-	npx --no-install cdk synth --all --quiet
+	npx --no-install cdk synth --quiet
 
 bench: setup
 	$(PY) -m bench.run_all

@@ -13,6 +13,7 @@ second shell (``sandbox/shell.py``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -25,6 +26,7 @@ from contextlib import contextmanager
 import boto3
 
 from sandbox.deploy import deploy, sandbox_env
+from sandbox.metric_lines import MetricLines
 from sandbox.server import Sandbox
 from sandbox.shell import PortInUse, choose_port, serve_forever
 
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         from sandbox.queue_demo import run
 
         return run(serve=serve, port=port)
-    with Sandbox(port=port) as sandbox:
+    with contextlib.redirect_stdout(MetricLines(sys.stdout)), Sandbox(port=port) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         with unsupported_notices() as skipped:

@@ -18,18 +18,18 @@ fleet metric lines (EMF) are shown one short line each, as it applies Batch's ev
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any
 
 import boto3
 
 from sandbox.batch_api import BatchSandbox
 from sandbox.demo import summary, unsupported_notices
 from sandbox.deploy import sandbox_env
+from sandbox.metric_lines import MetricLines
 from sandbox.queue_mode import QueueDeployment, deploy_queue
 from sandbox.shell import serve_forever
 
@@ -145,35 +145,3 @@ def _table(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> No
     print("  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for row in cells:
         print("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-
-
-class MetricLines(io.TextIOBase):
-    """Standard output for the demo: the job-events function's EMF lines (what Lambda would
-    send to CloudWatch Logs, printed here because the sandbox runs it in this process) are
-    shown as one short line each; everything else passes through."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self._partial = ""
-
-    def write(self, text: str) -> int:
-        self._partial += text
-        *lines, self._partial = self._partial.split("\n")
-        for line in lines:
-            self.out.write(_metric_summary(line) + "\n")
-        return len(text)
-
-    def flush(self) -> None:
-        self.out.flush()
-
-
-def _metric_summary(line: str) -> str:
-    try:
-        record = json.loads(line) if line.startswith('{"') else None
-    except ValueError:
-        record = None
-    if not isinstance(record, dict) or "_aws" not in record:
-        return line
-    (spec,) = record["_aws"]["CloudWatchMetrics"]
-    values = ", ".join(f"{m['Name']} {record[m['Name']]:g}" for m in spec["Metrics"])
-    return f"    [fleet metrics, EMF] {record.get('JobName')}: {values}"

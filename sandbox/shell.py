@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -104,8 +105,12 @@ def serve_forever(
         "ftl --via http list",
     ),
 ) -> None:
-    """Keep the sandbox up until Ctrl-C, printing what to paste into another shell."""
-    with http_api(endpoint, outputs) as api_url:
+    """Keep the sandbox up until Ctrl-C, printing what to paste into another shell. The
+    deployed functions' fleet-metric lines show as one short line each (MetricLines)."""
+    from sandbox.metric_lines import MetricLines
+
+    short = contextlib.redirect_stdout(MetricLines(sys.stdout))
+    with short, http_api(endpoint, outputs) as api_url:
         print("\nThe sandbox stays up until Ctrl-C. Paste into another shell:\n")
         for line in export_lines(endpoint, outputs, api_url):
             print(f"  {line}")
