@@ -28,7 +28,13 @@ import boto3
 from sandbox.deploy import deploy, sandbox_env
 from sandbox.metric_lines import MetricLines
 from sandbox.server import Sandbox
-from sandbox.shell import PortInUse, choose_port, serve_forever
+from sandbox.shell import (
+    TEAM_INVOKE_OUTPUT,
+    PortInUse,
+    choose_port,
+    serve_forever,
+    teams_context,
+)
 
 REQUEST = {
     "template": "bert-large-qa",
@@ -49,6 +55,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--port", type=int, metavar="N", help="with --serve: listen on N (default 4566)"
     )
+    parser.add_argument(
+        "--teams",
+        action="store_true",
+        help="deploy with two teams (nlp, yours; vision) and an admin",
+    )
+    parser.add_argument(
+        "--run-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="queue mode with --serve: a started training job completes after S seconds "
+        "(default 30)",
+    )
     return parser.parse_args(argv)
 
 
@@ -67,12 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.queue:
         from sandbox.queue_demo import run
 
-        return run(serve=serve, port=port)
+        return run(serve=serve, port=port, teams=args.teams, run_seconds=args.run_seconds)
+    context = teams_context() if args.teams else None
     with contextlib.redirect_stdout(MetricLines(sys.stdout)), Sandbox(port=port) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         with unsupported_notices() as skipped:
-            outputs = deploy(sandbox.endpoint)
+            outputs = deploy(sandbox.endpoint, context=context)
         if skipped:
             print(summary(skipped))
         timings = deploy.timings  # type: ignore[attr-defined]
@@ -80,9 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(outputs, indent=2))
         flat = {k: v for stack in outputs.values() for k, v in stack.items()}
 
-        print(f"\nlambda invoke {flat['TriggerFunctionName']}:\n{json.dumps(REQUEST, indent=2)}")
+        # With teams the direct door is the team's alias (the unqualified function refuses).
+        target = flat.get(TEAM_INVOKE_OUTPUT, flat["TriggerFunctionName"])
+        print(f"\nlambda invoke {target}:\n{json.dumps(REQUEST, indent=2)}")
         reply = boto3.client("lambda").invoke(
-            FunctionName=flat["TriggerFunctionName"], Payload=json.dumps(REQUEST).encode()
+            FunctionName=target, Payload=json.dumps(REQUEST).encode()
         )
         job = json.loads(reply["Payload"].read())
         if "error" in job:

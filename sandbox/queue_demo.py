@@ -31,7 +31,7 @@ from sandbox.demo import summary, unsupported_notices
 from sandbox.deploy import sandbox_env
 from sandbox.metric_lines import MetricLines
 from sandbox.queue_mode import QueueDeployment, deploy_queue
-from sandbox.shell import serve_forever
+from sandbox.shell import TEAM_INVOKE_OUTPUT, JobFinisher, serve_forever, teams_context
 
 CAPACITY = 4
 JOBS = [
@@ -56,14 +56,20 @@ COLUMNS = (
 STARTED = ("Scheduled", "InProgress")
 
 
-def run(*, serve: bool = False, port: int | None = None) -> int:
+def run(
+    *, serve: bool = False, port: int | None = None, teams: bool = False, run_seconds: float = 30
+) -> int:
+    """The demo; with ``serve`` the sandbox then stays up with the Batch stand-in's rules and
+    the event pump running, and each started training job completes ``run_seconds`` after it
+    started (:class:`sandbox.shell.JobFinisher`), so queued jobs move on."""
+    context = {"ftl:queueCapacityInstances": str(CAPACITY)}
+    if teams:
+        context.update(teams_context())
     with BatchSandbox(port=port) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying with ftl:scheduler=queue")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         with unsupported_notices() as skipped:
-            deployment = deploy_queue(
-                sandbox, context={"ftl:queueCapacityInstances": str(CAPACITY)}
-            )
+            deployment = deploy_queue(sandbox, context=context)
         if skipped:
             print(summary(skipped))
         _show_queue(sandbox, deployment)
@@ -76,7 +82,9 @@ def run(*, serve: bool = False, port: int | None = None) -> int:
             deployment.pump.stop()
             sandbox.batch.stop_ticker()
         if serve and code == 0:
-            serve_forever(sandbox.endpoint, deployment.outputs)
+            print(f"started training jobs complete {run_seconds:g}s after they start")
+            with JobFinisher(sandbox.batch, deployment.pump, run_seconds):
+                serve_forever(sandbox.endpoint, deployment.outputs)
     return code
 
 
@@ -92,7 +100,8 @@ def _show_queue(sandbox: BatchSandbox, deployment: QueueDeployment) -> None:
 
 
 def _scenario(sandbox: BatchSandbox, deployment: QueueDeployment) -> int:
-    trigger = deployment.output("TriggerFunctionName")
+    flat = {k: v for stack in deployment.outputs.values() for k, v in stack.items()}
+    trigger = flat.get(TEAM_INVOKE_OUTPUT, flat["TriggerFunctionName"])
     print(f"\nthree 2-instance jobs into a queue of {CAPACITY} instances; the submit answers:")
     jobs = [_invoke(trigger, request) for request in JOBS]
     for job in jobs:

@@ -15,13 +15,16 @@ variables, ``DATA_BUCKET`` (the data bucket the quick start uploads to), ``FTL_A
 from __future__ import annotations
 
 import contextlib
+import json
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
-from sandbox.deploy import ROOT, sandbox_env
+from sandbox.deploy import ACCOUNT, ROOT, sandbox_env
 from sandbox.server import PortInUse, free_port, port_free
 
 DEFAULT_PORT = 4566
@@ -52,16 +55,79 @@ def choose_port(requested: int | None, *, default: int = DEFAULT_PORT) -> tuple[
     )
 
 
+# ``--teams``: the sandbox's caller (``testing``; the HTTP stand-in reports it as the IAM user
+# ``sandbox-testing``) is in team ``nlp``; ``vision`` is a second team to be refused by.
+SANDBOX_CALLER = f"arn:aws:iam::{ACCOUNT}:user/sandbox-testing"
+TEAMS = [
+    {"name": "nlp", "principals": [SANDBOX_CALLER], "limits": {"max_instances": 8}},
+    {"name": "vision", "principals": [f"arn:aws:iam::{ACCOUNT}:role/vision-*"]},
+]
+ADMINS = [f"arn:aws:iam::{ACCOUNT}:role/ops"]
+TEAM_INVOKE_OUTPUT = "TeamNlpInvokeArn"
+
+
+def teams_context() -> dict[str, str]:
+    """The ``-c`` context of the ``--teams`` variant."""
+    return {"ftl:teams": json.dumps(TEAMS), "ftl:admins": json.dumps(ADMINS)}
+
+
+class JobFinisher:
+    """Queue mode while serving: keeps the Batch stand-in's rules and its event pump running,
+    and ends each training job the stand-in started ``run_seconds`` after it started (moto
+    has no training to wait for), so queued jobs move on and ``ftl wait`` returns."""
+
+    def __init__(self, standin: Any, pump: Any, run_seconds: float) -> None:
+        self.standin, self.pump, self.run_seconds = standin, pump, run_seconds
+        self._stop = threading.Event()
+
+    def finish_due(self) -> list[str]:
+        """End the training jobs that have run long enough; their names."""
+        now = self.standin.clock()
+        due = [
+            job.training_arn.rsplit("/", 1)[1]
+            for job in list(self.standin.jobs.values())
+            if job.status in ("SCHEDULED", "RUNNING")
+            and job.training_arn
+            and job.scheduled is not None
+            and now - job.scheduled >= self.run_seconds
+        ]
+        for name in due:
+            self.standin.finish_training_job(name, "Completed")
+        return due
+
+    def __enter__(self) -> JobFinisher:
+        self.standin.start_ticker()
+        self.pump.start()
+
+        def run() -> None:
+            while not self._stop.wait(1.0):
+                self.finish_due()
+                self.pump.drain()
+
+        threading.Thread(target=run, daemon=True, name="sandbox-job-finisher").start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self.pump.stop()
+        self.standin.stop_ticker()
+
+
 def exports(
-    endpoint: str, outputs: Mapping[str, Mapping[str, str]], api_url: str | None
+    endpoint: str,
+    outputs: Mapping[str, Mapping[str, str]],
+    api_url: str | None,
 ) -> dict[str, str]:
-    """The variables a second shell needs (PATH is handled by :func:`export_lines`)."""
+    """The variables a second shell needs (PATH is handled by :func:`export_lines`). In a
+    teams deployment the direct door needs the team's alias: ``FTL_FUNCTION_NAME`` names it."""
     env = {k: v for k, v in sandbox_env(endpoint).items() if k.startswith(("AWS_", "CDK_DEFAULT"))}
     flat = {k: v for stack in outputs.values() for k, v in stack.items()}
     if "DataBucketName" in flat:
         env["DATA_BUCKET"] = flat["DataBucketName"]
     if api_url:
         env["FTL_API_URL"] = api_url
+    if TEAM_INVOKE_OUTPUT in flat:
+        env["FTL_FUNCTION_NAME"] = flat[TEAM_INVOKE_OUTPUT]
     return env
 
 
@@ -101,7 +167,8 @@ def serve_forever(
     *,
     commands: tuple[str, ...] = (
         "ftl templates",
-        "ftl submit distilbert-spot --input train=s3://$DATA_BUCKET/imdb/train/ --wait",
+        "ftl whoami",
+        "ftl submit distilbert-spot --wait         # its data: the template's default location",
         "ftl --via http list",
     ),
 ) -> None:

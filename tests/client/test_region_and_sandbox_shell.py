@@ -110,3 +110,13 @@ def test_demo_refuses_a_taken_port_with_exit_2(taken_port, capsys):
 
     assert main(["--serve", "--port", str(taken_port)]) == 2
     assert f"error: port {taken_port} is in use" in capsys.readouterr().err
+
+
+def test_teams_variant_exports_the_teams_alias_and_the_caller_is_in_a_team():
+    from sandbox.shell import SANDBOX_CALLER, TEAMS, teams_context
+
+    outputs = {**OUTPUTS, "ftl-launcher": {**OUTPUTS["ftl-launcher"], "TeamNlpInvokeArn": "arn:x"}}
+    assert exports("http://localhost:4566", outputs, None)["FTL_FUNCTION_NAME"] == "arn:x"
+    assert "FTL_FUNCTION_NAME" not in exports("http://localhost:4566", OUTPUTS, None)
+    assert SANDBOX_CALLER in TEAMS[0]["principals"]
+    assert set(teams_context()) == {"ftl:teams", "ftl:admins"}
