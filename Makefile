@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup demo demo-queue sandbox test lint format synth bench clean
+.PHONY: setup demo demo-queue sandbox sandbox-teams sandbox-queue sandbox-queue-teams test lint format synth bench clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -33,8 +33,20 @@ demo: setup
 demo-queue: setup
 	$(PY) -m sandbox.demo --queue
 
+# make sandbox [PORT=N]; the variants: sandbox-teams, sandbox-queue [RUN_SECONDS=S], sandbox-queue-teams
+SANDBOX_ARGS = $(if $(PORT),--port $(PORT)) $(if $(RUN_SECONDS),--run-seconds $(RUN_SECONDS))
+
 sandbox: setup
-	$(PY) -m sandbox.demo --serve
+	$(PY) -m sandbox.demo --serve $(SANDBOX_ARGS)
+
+sandbox-teams: setup
+	$(PY) -m sandbox.demo --serve --teams $(SANDBOX_ARGS)
+
+sandbox-queue: setup
+	$(PY) -m sandbox.demo --serve --queue $(SANDBOX_ARGS)
+
+sandbox-queue-teams: setup
+	$(PY) -m sandbox.demo --serve --queue --teams $(SANDBOX_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .
@@ -48,7 +60,7 @@ test: lint
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
 
 synth: setup
-	npx --no-install cdk synth --all --quiet
+	npx --no-install cdk synth --quiet
 
 bench: setup
 	$(PY) -m bench.run_all

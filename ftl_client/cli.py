@@ -1,8 +1,9 @@
 """``ftl``: submit, watch, queue and stop fine-tuning jobs from the terminal.
 
-Exit status: 0 done, 1 the launcher or AWS failed, 2 a bad command line or a request the
-launcher rejected (validation, unknown name, conflict, configuration), 3 a watched job ended
-Failed or Stopped, 130 interrupted (Ctrl-C stops watching, never the job).
+Exit status (docs/CLIENT.md's table): 0 done, 1 the launcher or AWS failed, 2 a bad command
+line or a request the caller can fix (validation, unknown name, conflict, forbidden, quota,
+configuration), 3 a watched job ended Failed, Stopped or FailedToStart, 130 interrupted
+(Ctrl-C stops watching, never the job). With ``--json`` an error is a JSON object on stdout.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import shlex
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from ftl_client import display
 from ftl_client.client import (
@@ -24,7 +25,7 @@ from ftl_client.client import (
     LauncherError,
     Progress,
 )
-from jobmodel.contract import JOB_STATUSES
+from jobmodel.contract import JOB_STATUSES, TERMINAL_STATUSES
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -75,6 +76,17 @@ def seconds(text: str) -> int:
     return int(value)
 
 
+def positive_int(text: str) -> int:
+    """A whole number of 1 or more (``--limit``): 0 and negatives are mistakes, not 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {text!r}")
+    return value
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -86,6 +98,23 @@ def positive_float(text: str) -> float:
 
 
 # ---------------------------------------------------------------------- the parser
+class UsageError(Exception):
+    """A mistake on the command line: the message, and the command whose help to read."""
+
+    def __init__(self, message: str, prog: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.prog = prog
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a mistake raises :class:`UsageError` (one line, then a pointer to
+    ``--help``) instead of printing the whole usage block and exiting."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise UsageError(message, self.prog)
+
+
 # The global options: flag, metavar, choices, help. On sub-commands they default to SUPPRESS
 # so that ``ftl --json list`` and ``ftl list --json`` both work.
 _GLOBALS: tuple[tuple[str, str | None, Sequence[str] | None, str], ...] = (
@@ -116,11 +145,11 @@ def _add_globals(parser: argparse.ArgumentParser, *, top: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="ftl",
         description="Submit, watch and stop fine-tuning jobs on the deployed launcher.",
-        epilog="exit status: 0 ok, 1 launcher/AWS failure, 2 bad command or rejected request, "
-        "3 watched job failed or stopped, 130 interrupted",
+        epilog="exit status: 0 ok, 1 launcher/AWS failure, 2 bad command or a request you can "
+        "fix, 3 watched job failed, stopped or failed to start, 130 interrupted",
     )
     _add_globals(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -133,8 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
     command("templates", "list the job templates, their instance types and overridable settings")
     _add_submit(command("submit", "start a job from a template"))
 
-    status = command("status", "describe a job")
+    status = command("status", "describe a job; --wait watches it until it ends")
     status.add_argument("job", metavar="JOB")
+    status.add_argument("--wait", action="store_true", help="watch the job until it ends")
+    _poll(status)
 
     wait = command("wait", "watch a job until it ends (Ctrl-C stops watching, not the job)")
     wait.add_argument("job", metavar="JOB")
@@ -143,7 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing = command("list", "list jobs, newest first")
     listing.add_argument("--template", metavar="TEMPLATE")
     listing.add_argument("--status", choices=JOB_STATUSES)
-    listing.add_argument("--limit", type=int, default=50, metavar="N", help="default 50")
+    listing.add_argument(
+        "--limit", type=positive_int, default=50, metavar="N", help="at most N jobs (default 50)"
+    )
     listing.add_argument("--team", metavar="TEAM", help="only this team's jobs (admins)")
 
     queue = command("queue", "show the job queue: position, team, instances, wait and reason")
@@ -300,13 +333,15 @@ class Cli:
         return self.watch(self.args.job)
 
     def cmd_status(self) -> int:
+        if self.args.wait:
+            return self.watch(self.args.job)
         job = self.client.describe(self.args.job)
         self.emit(job, display.job_detail(job))
         return EXIT_OK
 
     def cmd_list(self) -> int:
         a = self.args
-        jobs = self.client.list_jobs(a.template, a.status, limit=max(1, a.limit), team=a.team)
+        jobs = self.client.list_jobs(a.template, a.status, limit=a.limit, team=a.team)
         self.emit({"jobs": jobs}, display.jobs_table(jobs) if jobs else "no jobs")
         return EXIT_OK
 
@@ -321,20 +356,28 @@ class Cli:
         return EXIT_OK
 
     def cmd_stop(self) -> int:
+        # The status before the stop tells "this call stopped it" (a queued job is Stopped at
+        # once) from "it had already ended" (the launcher answers both with the job object).
+        before = self.client.describe(self.args.job)
+        if before.get("status") in TERMINAL_STATUSES:
+            self.emit(before, display.stop_result(before, before.get("status")))
+            return EXIT_OK
         job = self.client.stop(self.args.job)
-        self.emit(job, display.stop_result(job))
+        self.emit(job, display.stop_result(job, before.get("status")))
         return EXIT_OK
 
     def cmd_logs(self) -> int:
         a = self.args
-        self.client.describe(a.job)  # a clear NotFound for a mistyped name
+        job = self.client.describe(a.job)  # a clear NotFound for a mistyped name
         printed = 0
         for event in self.client.logs(a.job, follow=a.follow, poll_seconds=a.poll):
             printed += 1
             self.out.write((json.dumps(event) if a.json else display.log_line(event)) + "\n")
             self.out.flush()
         if not printed and not a.json:
-            self.err.write(f"no log lines for {a.job} yet\n")
+            if a.follow:  # followed to the end: what the job is now
+                job = self.client.describe(a.job)
+            self.err.write(display.no_log_lines(job) + "\n")
         return EXIT_OK
 
     # ---------------------------------------------------------------- watching
@@ -376,18 +419,43 @@ class Cli:
 def main(argv: Sequence[str] | None = None, client: LauncherClient | None = None) -> int:
     """The ``ftl`` console script; returns the exit status. ``client`` replaces the one the
     global options would build (for embedding and tests)."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as mistake:
+        as_json = "--json" in argv[: argv.index("--")] if "--" in argv else "--json" in argv
+        return usage_error(mistake, as_json=as_json)
     cli = Cli(args, sys.stdout, sys.stderr, client)
     try:
         return cli.run()
     except LauncherError as error:
-        sys.stderr.write(error.line() + "\n")
-        return EXIT_USAGE if error.is_client_error else EXIT_FAILURE
+        code = EXIT_USAGE if error.is_client_error else EXIT_FAILURE
+        if args.json:
+            body = {"error": error.to_dict(), "exit_status": code}
+            sys.stdout.write(json.dumps(body, indent=2) + "\n")
+            sys.stdout.flush()
+        else:
+            sys.stderr.write(error.line() + "\n")
+        return code
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
+
+
+def usage_error(mistake: UsageError, *, as_json: bool) -> int:
+    """A command-line mistake: one line (no usage block) and where to read the usage."""
+    hint = f"{mistake.prog} --help"
+    if as_json:
+        body = {
+            "error": {"type": "UsageError", "message": mistake.message, "help": hint},
+            "exit_status": EXIT_USAGE,
+        }
+        sys.stdout.write(json.dumps(body, indent=2) + "\n")
+    else:
+        sys.stderr.write(f"error: {mistake.prog}: {mistake.message}\n  see: {hint}\n")
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -82,10 +82,14 @@ class LauncherClient:
             self.session = session or boto3.session.Session(region_name=region)
         except BotoCoreError as exc:  # e.g. AWS_PROFILE names a profile that does not exist
             raise LauncherError("ConfigError", str(exc)) from None
-        self.region = region or self.session.region_name
+        # botocore reads AWS_DEFAULT_REGION (and the profile); AWS_REGION, which the AWS CLI v2
+        # and the other SDKs read, is honoured too.
+        self.region = region or self.session.region_name or os.environ.get("AWS_REGION") or None
         if not self.region:
             raise LauncherError(
-                "ConfigError", "no AWS region configured; pass --region or set AWS_REGION"
+                "ConfigError",
+                "no AWS region configured; pass --region, set AWS_DEFAULT_REGION, or set "
+                "region in your AWS profile",
             )
         if stack_name is None and function_name is None and api_url is None:
             function_name = os.environ.get("FTL_FUNCTION_NAME") or None

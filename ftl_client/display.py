@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ftl_client.client import Progress, parse_time
+from jobmodel.contract import TERMINAL_STATUSES
 
 Cell = str | Sequence[str]
 
@@ -48,7 +50,8 @@ def hyperparameter(name: str, spec: dict[str, Any]) -> str:
     """``learning_rate: float 1e-06..0.001`` or ``model: str {a, b}``."""
     text = f"{name}: {spec.get('type', '?')}"
     if "choices" in spec:
-        text += " {" + ", ".join(str(c) for c in spec["choices"]) + "}"
+        # JSON for each choice, so "" and "full_shard auto_wrap" cannot be misread.
+        text += " {" + ", ".join(json.dumps(c) for c in spec["choices"]) + "}"
     elif "min" in spec or "max" in spec:
         text += f" {_num(spec.get('min'))}..{_num(spec.get('max'))}"
     return text
@@ -60,6 +63,22 @@ def _num(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def channels(template: dict[str, Any]) -> list[str]:
+    """``train (required) s3://bucket/squad/train/`` per input channel; older launchers that
+    answer only ``inputs`` (names) give the names."""
+    views = template.get("channels")
+    if views is None:
+        return [str(name) for name in template.get("inputs", [])] or ["-"]
+    lines = []
+    for c in views:
+        text = f"{c['name']} ({'required' if c.get('required') else 'optional'})"
+        where = c.get("default_s3_uri") or (
+            f"<data bucket>/{c['default_prefix']}" if c.get("default_prefix") else None
+        )
+        lines.append(f"{text} default {where}" if where else text)
+    return lines or ["-"]
+
+
 def templates_table(templates: Sequence[dict[str, Any]]) -> str:
     rows = []
     for t in templates:
@@ -68,17 +87,29 @@ def templates_table(templates: Sequence[dict[str, Any]]) -> str:
         overridable = t.get("hyperparameters", {}).get("overridable", {})
         rows.append(
             [
-                t["name"],
+                [t["name"], "(legacy)"] if t.get("legacy") else t["name"],
                 t.get("distribution", "-"),
                 f"{t.get('default_instance_count', '-')} (max {t.get('max_instance_count', '-')})",
                 types,
                 "yes" if t.get("spot") else "no",
                 _hours(t.get("max_runtime_seconds")),
+                channels(t),
                 [hyperparameter(k, v) for k, v in overridable.items()] or ["-"],
             ]
         )
-    headers = ["TEMPLATE", "DIST", "INSTANCES", "INSTANCE TYPES", "SPOT", "MAX RUN", "OVERRIDABLE"]
-    return table(headers, rows) + "\n* default instance type"
+    headers = [
+        "TEMPLATE",
+        "DIST",
+        "INSTANCES",
+        "INSTANCE TYPES",
+        "SPOT",
+        "MAX RUN",
+        "INPUTS",
+        "OVERRIDABLE",
+    ]
+    notes = ["* default instance type"]
+    notes += [f"legacy: {t['name']}: {t['legacy']}" for t in templates if t.get("legacy")]
+    return table(headers, rows) + "\n" + "\n".join(notes)
 
 
 def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
@@ -154,8 +185,15 @@ def queue_table(jobs: Sequence[dict[str, Any]], now: datetime | None = None) -> 
 def submitted(job: dict[str, Any], watch_hint: str | None = None) -> str:
     """What ``submit`` started: template, hardware, estimate, status and where to look."""
     kind = "spot" if job.get("spot") else "on-demand"
+    if job.get("replayed"):
+        first = (
+            f"already submitted {job['job_name']} (its client_token was used before: this is "
+            "that job, nothing new was started)"
+        )
+    else:
+        first = f"submitted {job['job_name']}"
     lines = [
-        f"submitted {job['job_name']}",
+        first,
         f"  template: {job.get('template')}, {job.get('instance_count')} x "
         f"{job.get('instance_type')} ({kind})",
         f"  estimated max cost: {money(job.get('estimated_max_cost_usd'))}",
@@ -168,11 +206,33 @@ def submitted(job: dict[str, Any], watch_hint: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def stop_result(job: dict[str, Any]) -> str:
-    """What ``stop`` did: asked SageMaker to stop, or nothing (the job had already ended)."""
-    if job.get("status") == "Stopping":
-        return f"{job['job_name']}: stopping (SageMaker saves the last checkpoint first)"
-    return f"{job['job_name']} is already {job.get('status')}; nothing to stop"
+def stop_result(job: dict[str, Any], before: str | None = None) -> str:
+    """What ``stop`` did, from the job's status before the call (``before``) and after it:
+    asked SageMaker to stop, stopped a queued job at once, or nothing (it had already ended)."""
+    name, status = job["job_name"], job.get("status")
+    if status == "Stopping":
+        return f"{name}: stopping (SageMaker saves the last checkpoint first)"
+    if before is not None and before not in TERMINAL_STATUSES and status in TERMINAL_STATUSES:
+        if status != "Stopped":
+            return f"{name} ended {status} before the stop arrived; nothing to stop"
+        if before == "Queued":
+            return f"{name}: stopped while queued (it never started; its place is given back)"
+        return f"{name}: stopped"
+    return f"{name} is already {status}; nothing to stop"
+
+
+def no_log_lines(job: dict[str, Any]) -> str:
+    """Why ``logs`` printed nothing: the job has not started, has ended without lines, or its
+    lines have not arrived yet."""
+    name, status = job.get("job_name"), job.get("status")
+    if status in TERMINAL_STATUSES:
+        return (
+            f"no log lines for {name}: it ended {status} and CloudWatch Logs has none for it "
+            "(streams JOB/... in /aws/sagemaker/TrainingJobs)"
+        )
+    if status in ("Queued", "Submitting"):
+        return f"no log lines for {name} yet: it is {status} and has not started"
+    return f"no log lines for {name} yet (status {status}); try again, or --follow"
 
 
 def stopped_watching(name: str, prefix: str) -> str:

@@ -45,6 +45,16 @@ class LauncherError(Exception):
         """True when the caller can fix it (bad request, unknown name, configuration)."""
         return self.type in CLIENT_ERRORS
 
+    def to_dict(self) -> dict[str, Any]:
+        """The contract's error object's inside: ``type``, ``message`` and, when known,
+        ``field`` and ``http_status``."""
+        body: dict[str, Any] = {"type": self.type, "message": self.message}
+        if self.field:
+            body["field"] = self.field
+        if self.http_status is not None:
+            body["http_status"] = self.http_status
+        return body
+
     def line(self) -> str:
         """One line: ``error: <type>: <message> (field: <field>)``."""
         text = f"error: {self.type}: {self.message}"

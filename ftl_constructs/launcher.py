@@ -163,6 +163,7 @@ class JobLauncher(Construct):
                 scheduler="queue",
                 job_queue_arn=self.job_queue.queue_arn,
                 share_policy=self.job_queue.share_policy,
+                capacity_instances=self.job_queue.settings.capacity_instances,
             )
         environment.update(scheduler.to_env())
         self.environment = environment

@@ -33,12 +33,45 @@ _CIDR_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-8])$")
 
 
 class ContextError(ValueError):
-    """A context value is missing or invalid; the message names the key and the rule."""
+    """A context value is missing or invalid; the message names the key and the rule. Where
+    the value came from (cdk.json or ``-c``) is :func:`context_source`'s to say: the app
+    knows, the settings do not."""
 
     def __init__(self, key: str, rule: str, got: Any = None) -> None:
         shown = "" if got is None else f", got {got!r}"
-        super().__init__(f"cdk.json context '{CONTEXT_PREFIX}{key}': {rule}{shown}")
+        super().__init__(f"context '{CONTEXT_PREFIX}{key}': {rule}{shown}")
         self.key = CONTEXT_PREFIX + key
+
+
+def top_key(key: str) -> str:
+    """The context key that holds a nested entry: ``ftl:teams[1].name`` -> ``ftl:teams``."""
+    return re.split(r"[\[.]", key, maxsplit=1)[0]
+
+
+def context_source(key: str, effective: Any, cdk_json: Mapping[str, Any] | None) -> str:
+    """Where a context key's value came from: ``cdk.json`` when its ``context`` holds the
+    same value, else the command line (``-c``) or another context file; ``not set`` when the
+    key has no value at all. ``key`` may name a nested entry (``ftl:teams[1].name``);
+    ``effective`` is the value the app sees for its top key."""
+    top = top_key(key)
+    in_file = (cdk_json or {}).get("context", {})
+    if effective is None:
+        return "not set: add it to cdk.json's context or pass -c"
+    if top in in_file and _same(in_file[top], effective):
+        return "set in cdk.json's context"
+    return "set with -c on the command line, or in cdk.context.json or ~/.cdk.json"
+
+
+def _same(in_file: Any, effective: Any) -> bool:
+    """cdk.json holds JSON values; ``-c`` gives text: compare both ways."""
+    if in_file == effective:
+        return True
+    if isinstance(effective, str):
+        try:
+            return json.loads(effective) == in_file
+        except ValueError:
+            return False
+    return False
 
 
 @dataclass(frozen=True)

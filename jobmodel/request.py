@@ -129,6 +129,7 @@ def validate_submit(
     *,
     team: Team | None = None,
     scheduler: str = "direct",
+    queue_capacity: int | None = None,
 ) -> SubmitRequest:
     """Check a submit request against ``catalog`` and ``platform``; apply the defaults.
 
@@ -137,7 +138,8 @@ def validate_submit(
     under the team's prefix. Raises ``ValidationError`` (``field`` names the offending
     field, ``a.b`` for nested keys) or ``NotFound`` (unknown template, field ``template``).
     ``scheduler`` is the platform's ``ftl:scheduler``: ``priority`` is accepted only when it
-    is ``queue`` (``jobmodel.scheduler``). One function per part of the request
+    is ``queue`` (``jobmodel.scheduler``); ``queue_capacity`` its queue's capacity in
+    instances: a job needing more could never start. One function per part of the request
     (``jobmodel.request_parts``), checked in this order.
     """
     P.check_fields(payload, SUBMIT_FIELDS)
@@ -145,6 +147,7 @@ def validate_submit(
     prefix = P.job_name_prefix(payload, spec, MAX_JOB_NAME_PREFIX)
     overrides = P.hyperparameters(payload, spec)
     instance_type, count = P.instances(payload, spec)
+    P.fits_queue(count, queue_capacity if scheduler == "queue" else None)
     spot, runtime, max_wait = P.spot_and_stopping(payload, spec)
     inputs = P.inputs(payload, spec, platform, team)
     queued = scheduler == "queue"

@@ -99,6 +99,18 @@ def hyperparameters(payload: Mapping[str, Any], spec: TemplateSpec) -> dict[str,
     return overrides
 
 
+def fits_queue(count: int, capacity: int | None) -> None:
+    """In queue mode, the job fits in the queue's whole capacity; otherwise AWS Batch would
+    hold it at the head of the queue until the head-of-queue time limit ends it."""
+    if capacity is not None and count > capacity:
+        raise ValidationError(
+            "instance_count",
+            f"instance_count {count} is more than the job queue's capacity of {capacity} "
+            f"instances (ftl:queueCapacityInstances), so the job could never start; ask for "
+            f"at most {capacity}, or ask the platform team to raise the capacity",
+        )
+
+
 def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]:
     """``instance_type`` and ``instance_count``: allowed by the template and the instance
     (smddp support, EFA for multi-node)."""

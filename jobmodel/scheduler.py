@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import _rules as R
-from .names import ENV_JOB_QUEUE, ENV_QUEUE_SHARE_POLICY, ENV_SCHEDULER
+from .names import ENV_JOB_QUEUE, ENV_QUEUE_CAPACITY, ENV_QUEUE_SHARE_POLICY, ENV_SCHEDULER
 
 __all__ = [
     "PRIORITY_LIMITS",
@@ -39,11 +39,15 @@ class SchedulerConfig:
     """``scheduler``: ``direct`` or ``queue``. In queue mode ``job_queue_arn`` is the Batch job
     queue (``arn:<partition>:batch:<region>:<account>:job-queue/<name>``) and
     ``share_policy`` says whether the queue shares by ``shareIdentifier`` (``fairshare``) or
-    by ``quotaShareName`` (``quotashare``). Bad values raise ``ValueError``."""
+    by ``quotaShareName`` (``quotashare``). ``capacity_instances`` is the queue's capacity
+    (``ftl:queueCapacityInstances``): a job needing more instances could never start, so
+    submit refuses it; None when the environment does not say (a deployment from before
+    the variable). Bad values raise ``ValueError``."""
 
     scheduler: str = "direct"
     job_queue_arn: str | None = None
     share_policy: str = "fairshare"
+    capacity_instances: int | None = None
 
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:
@@ -57,6 +61,13 @@ class SchedulerConfig:
             )
         if self.queued and not self.job_queue_arn:
             raise ValueError("job_queue_arn is required when the scheduler is queue")
+        if self.capacity_instances is not None and (
+            type(self.capacity_instances) is not int or self.capacity_instances < 1
+        ):
+            raise ValueError(
+                f"capacity_instances must be a whole number of 1 or more, "
+                f"got {self.capacity_instances!r}"
+            )
 
     @property
     def queued(self) -> bool:
@@ -64,19 +75,23 @@ class SchedulerConfig:
         return self.scheduler == "queue"
 
     def to_env(self) -> dict[str, str]:
-        """The variables :meth:`from_env` reads: ``FTL_SCHEDULER`` always; ``FTL_JOB_QUEUE``
-        and ``FTL_QUEUE_SHARE_POLICY`` in queue mode (values may be CDK tokens)."""
+        """The variables :meth:`from_env` reads: ``FTL_SCHEDULER`` always; ``FTL_JOB_QUEUE``,
+        ``FTL_QUEUE_SHARE_POLICY`` and (when known) ``FTL_QUEUE_CAPACITY`` in queue mode
+        (values may be CDK tokens)."""
         env = {ENV_SCHEDULER: self.scheduler}
         if self.queued:
             env[ENV_JOB_QUEUE] = str(self.job_queue_arn)
             env[ENV_QUEUE_SHARE_POLICY] = self.share_policy
+            if self.capacity_instances is not None:
+                env[ENV_QUEUE_CAPACITY] = str(self.capacity_instances)
         return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SchedulerConfig:
         """Read ``FTL_SCHEDULER`` (``direct`` when unset or empty), ``FTL_JOB_QUEUE`` (required
-        in queue mode: a Batch job queue ARN) and ``FTL_QUEUE_SHARE_POLICY`` (``fairshare``
-        when unset). A bad value raises ``ValueError`` naming the variable."""
+        in queue mode: a Batch job queue ARN), ``FTL_QUEUE_SHARE_POLICY`` (``fairshare``
+        when unset) and ``FTL_QUEUE_CAPACITY`` (optional, instances). A bad value raises
+        ``ValueError`` naming the variable."""
         scheduler = env.get(ENV_SCHEDULER) or "direct"
         if scheduler not in SCHEDULERS:
             raise ValueError(
@@ -101,4 +116,18 @@ class SchedulerConfig:
                 f"environment variable {ENV_QUEUE_SHARE_POLICY} must be one of "
                 f"{', '.join(SHARE_POLICIES)}, got {policy!r}"
             )
-        return cls(scheduler=scheduler, job_queue_arn=queue, share_policy=policy)
+        raw = env.get(ENV_QUEUE_CAPACITY) or ""
+        capacity = None
+        if raw:
+            if not raw.isdigit() or int(raw) < 1:
+                raise ValueError(
+                    f"environment variable {ENV_QUEUE_CAPACITY} must be a whole number of 1 or "
+                    f"more, got {raw[:40]!r}"
+                )
+            capacity = int(raw)
+        return cls(
+            scheduler=scheduler,
+            job_queue_arn=queue,
+            share_policy=policy,
+            capacity_instances=capacity,
+        )

@@ -87,6 +87,19 @@ class InputChannel:
         return cls(**d)
 
 
+def channel_view(channel: InputChannel, data_bucket: str | None, team: str | None) -> dict:
+    """One entry of a template view's ``channels``."""
+    uri = None
+    if channel.default_prefix is not None and data_bucket:
+        uri = f"s3://{data_bucket}/{'' if team is None else team + '/'}{channel.default_prefix}"
+    return {
+        "name": channel.name,
+        "required": channel.required,
+        "default_prefix": channel.default_prefix,
+        "default_s3_uri": uri,
+    }
+
+
 @dataclass(frozen=True, kw_only=True)
 class TemplateSpec:
     """Everything about a job that the platform team decides, plus what callers may override."""
@@ -246,8 +259,13 @@ class TemplateSpec:
         except (TypeError, ValueError) as exc:  # pragma: no cover - defensive
             raise TemplateError(name, "type", str(exc)) from exc
 
-    def public_view(self) -> dict[str, Any]:
-        """The contract's ``templates`` entry (``legacy`` only on legacy templates)."""
+    def public_view(self, *, data_bucket: str | None = None, team: str | None = None) -> dict:
+        """The contract's ``templates`` entry (``legacy`` only on legacy templates).
+
+        ``channels`` says which input channels are required and where a channel's default
+        data is: ``default_s3_uri`` in ``data_bucket`` (under ``<team>/`` for a team), null
+        when the channel has no default or the bucket is not given.
+        """
         view = {
             "name": self.name,
             "description": self.description,
@@ -259,6 +277,7 @@ class TemplateSpec:
             "spot": self.spot,
             "max_runtime_seconds": self.max_runtime_seconds,
             "inputs": [c.name for c in self.inputs],
+            "channels": [channel_view(c, data_bucket, team) for c in self.inputs],
             "hyperparameters": {
                 "defaults": dict(self.hyperparameters),
                 "overridable": {k: r.to_dict() for k, r in self.overridable.items()},

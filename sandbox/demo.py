@@ -5,17 +5,20 @@ Lambda Invoke of the deployed trigger (the sandbox runs the deployed zip with th
 configuration, since moto needs Docker to run Lambda code).
 
 ``--queue`` (`make demo-queue`) runs the queue-mode demo instead (``sandbox/queue_demo.py``);
-``--serve`` keeps the sandbox up afterwards on ``localhost:4566``.
+``--serve`` (`make sandbox`) keeps the sandbox up afterwards on ``localhost:4566``, or on a free
+port when 4566 is taken (``--port N`` asks for one), and prints the ``export`` lines for a
+second shell (``sandbox/shell.py``).
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import json
 import logging
 import os
 import re
 import sys
-import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +26,15 @@ from contextlib import contextmanager
 import boto3
 
 from sandbox.deploy import deploy, sandbox_env
+from sandbox.metric_lines import MetricLines
 from sandbox.server import Sandbox
+from sandbox.shell import (
+    TEAM_INVOKE_OUTPUT,
+    PortInUse,
+    choose_port,
+    serve_forever,
+    teams_context,
+)
 
 REQUEST = {
     "template": "bert-large-qa",
@@ -35,18 +46,53 @@ REQUEST = {
 }
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m sandbox.demo", description=__doc__)
+    parser.add_argument("--queue", action="store_true", help="the queue-mode demo")
+    parser.add_argument(
+        "--serve", action="store_true", help="keep the sandbox up for the ftl client"
+    )
+    parser.add_argument(
+        "--port", type=int, metavar="N", help="with --serve: listen on N (default 4566)"
+    )
+    parser.add_argument(
+        "--teams",
+        action="store_true",
+        help="deploy with two teams (nlp, yours; vision) and an admin",
+    )
+    parser.add_argument(
+        "--run-seconds",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="queue mode with --serve: a started training job completes after S seconds "
+        "(default 30)",
+    )
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    serve = "--serve" in args
-    if "--queue" in args:
+    args = parse_args(argv)
+    serve = args.serve
+    port = None
+    if serve:
+        try:
+            port, note = choose_port(args.port)
+        except PortInUse as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if note:
+            print(note)
+    if args.queue:
         from sandbox.queue_demo import run
 
-        return run(serve=serve)
-    with Sandbox(port=4566 if serve else None) as sandbox:
+        return run(serve=serve, port=port, teams=args.teams, run_seconds=args.run_seconds)
+    context = teams_context() if args.teams else None
+    with contextlib.redirect_stdout(MetricLines(sys.stdout)), Sandbox(port=port) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         with unsupported_notices() as skipped:
-            outputs = deploy(sandbox.endpoint)
+            outputs = deploy(sandbox.endpoint, context=context)
         if skipped:
             print(summary(skipped))
         timings = deploy.timings  # type: ignore[attr-defined]
@@ -54,9 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(outputs, indent=2))
         flat = {k: v for stack in outputs.values() for k, v in stack.items()}
 
-        print(f"\nlambda invoke {flat['TriggerFunctionName']}:\n{json.dumps(REQUEST, indent=2)}")
+        # With teams the direct door is the team's alias (the unqualified function refuses).
+        target = flat.get(TEAM_INVOKE_OUTPUT, flat["TriggerFunctionName"])
+        print(f"\nlambda invoke {target}:\n{json.dumps(REQUEST, indent=2)}")
         reply = boto3.client("lambda").invoke(
-            FunctionName=flat["TriggerFunctionName"], Payload=json.dumps(REQUEST).encode()
+            FunctionName=target, Payload=json.dumps(REQUEST).encode()
         )
         job = json.loads(reply["Payload"].read())
         if "error" in job:
@@ -106,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, value in rows:
             print(f"  {key:<{width}}  {value}")
         if serve:
-            serve_forever(sandbox.endpoint)
+            serve_forever(sandbox.endpoint, outputs)
     return 0
 
 
@@ -154,20 +202,6 @@ def summary(skipped: set[str]) -> str:
         f"the sandbox (moto) does not model {len(skipped)} resource types, skipped: "
         + ", ".join(sorted(skipped))
     )
-
-
-def serve_forever(endpoint: str) -> None:
-    """Keep the sandbox up so the ftl client can be tried from another shell."""
-    print("\nThe sandbox stays up until Ctrl-C. In another shell:\n")
-    for key, value in sandbox_env(endpoint).items():
-        if key.startswith(("AWS_", "CDK_DEFAULT")):
-            print(f"  export {key}={value}")
-    print("  .venv/bin/ftl templates\n  .venv/bin/ftl submit distilbert-spot --wait\n")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        print("sandbox stopped")
 
 
 if __name__ == "__main__":

@@ -18,19 +18,20 @@ fleet metric lines (EMF) are shown one short line each, as it applies Batch's ev
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any
 
 import boto3
 
 from sandbox.batch_api import BatchSandbox
-from sandbox.demo import serve_forever, summary, unsupported_notices
+from sandbox.demo import summary, unsupported_notices
 from sandbox.deploy import sandbox_env
+from sandbox.metric_lines import MetricLines
 from sandbox.queue_mode import QueueDeployment, deploy_queue
+from sandbox.shell import TEAM_INVOKE_OUTPUT, JobFinisher, serve_forever, teams_context
 
 CAPACITY = 4
 JOBS = [
@@ -55,14 +56,20 @@ COLUMNS = (
 STARTED = ("Scheduled", "InProgress")
 
 
-def run(*, serve: bool = False) -> int:
-    with BatchSandbox(port=4566 if serve else None) as sandbox:
+def run(
+    *, serve: bool = False, port: int | None = None, teams: bool = False, run_seconds: float = 30
+) -> int:
+    """The demo; with ``serve`` the sandbox then stays up with the Batch stand-in's rules and
+    the event pump running, and each started training job completes ``run_seconds`` after it
+    started (:class:`sandbox.shell.JobFinisher`), so queued jobs move on."""
+    context = {"ftl:queueCapacityInstances": str(CAPACITY)}
+    if teams:
+        context.update(teams_context())
+    with BatchSandbox(port=port) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying with ftl:scheduler=queue")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         with unsupported_notices() as skipped:
-            deployment = deploy_queue(
-                sandbox, context={"ftl:queueCapacityInstances": str(CAPACITY)}
-            )
+            deployment = deploy_queue(sandbox, context=context)
         if skipped:
             print(summary(skipped))
         _show_queue(sandbox, deployment)
@@ -75,7 +82,9 @@ def run(*, serve: bool = False) -> int:
             deployment.pump.stop()
             sandbox.batch.stop_ticker()
         if serve and code == 0:
-            serve_forever(sandbox.endpoint)
+            print(f"started training jobs complete {run_seconds:g}s after they start")
+            with JobFinisher(sandbox.batch, deployment.pump, run_seconds):
+                serve_forever(sandbox.endpoint, deployment.outputs)
     return code
 
 
@@ -91,7 +100,8 @@ def _show_queue(sandbox: BatchSandbox, deployment: QueueDeployment) -> None:
 
 
 def _scenario(sandbox: BatchSandbox, deployment: QueueDeployment) -> int:
-    trigger = deployment.output("TriggerFunctionName")
+    flat = {k: v for stack in deployment.outputs.values() for k, v in stack.items()}
+    trigger = flat.get(TEAM_INVOKE_OUTPUT, flat["TriggerFunctionName"])
     print(f"\nthree 2-instance jobs into a queue of {CAPACITY} instances; the submit answers:")
     jobs = [_invoke(trigger, request) for request in JOBS]
     for job in jobs:
@@ -144,35 +154,3 @@ def _table(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> No
     print("  " + "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
     for row in cells:
         print("  " + "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
-
-
-class MetricLines(io.TextIOBase):
-    """Standard output for the demo: the job-events function's EMF lines (what Lambda would
-    send to CloudWatch Logs, printed here because the sandbox runs it in this process) are
-    shown as one short line each; everything else passes through."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self._partial = ""
-
-    def write(self, text: str) -> int:
-        self._partial += text
-        *lines, self._partial = self._partial.split("\n")
-        for line in lines:
-            self.out.write(_metric_summary(line) + "\n")
-        return len(text)
-
-    def flush(self) -> None:
-        self.out.flush()
-
-
-def _metric_summary(line: str) -> str:
-    try:
-        record = json.loads(line) if line.startswith('{"') else None
-    except ValueError:
-        record = None
-    if not isinstance(record, dict) or "_aws" not in record:
-        return line
-    (spec,) = record["_aws"]["CloudWatchMetrics"]
-    values = ", ".join(f"{m['Name']} {record[m['Name']]:g}" for m in spec["Metrics"])
-    return f"    [fleet metrics, EMF] {record.get('JobName')}: {values}"

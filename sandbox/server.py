@@ -324,6 +324,21 @@ def _api_lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
     return api
 
 
+class PortInUse(Exception):
+    """The port the sandbox was asked to listen on is taken."""
+
+
+def port_free(port: int) -> bool:
+    """True when nothing listens on ``127.0.0.1:port`` (the address the sandbox binds)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug's server
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -339,6 +354,9 @@ class Sandbox:
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
 
     def __enter__(self) -> Sandbox:
+        # moto's server thread would die on a taken port and leave start() waiting forever.
+        if not port_free(self.port):
+            raise PortInUse(f"port {self.port} is in use; the sandbox cannot listen on it")
         _apply_shims()
         self._outer = list(_ENDPOINT)  # a sandbox started before this one gets it back on exit
         _ENDPOINT[:] = [self.endpoint]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from ftl_client.cli import build_parser, parse_value, seconds
+from ftl_client.cli import build_parser, main, parse_value, seconds
 
 
 @pytest.mark.parametrize(
@@ -90,9 +92,27 @@ def test_durations(text, value):
         [],
     ],
 )
-def test_bad_flags_exit_2_with_usage(argv, capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        build_parser().parse_args(argv)
-    assert exit_info.value.code == 2
+def test_bad_flags_exit_2_with_one_line_and_no_usage_block(argv, capsys):
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "usage:" not in err
+    first, hint = err.splitlines()
+    assert first.startswith("error: ftl") and hint.startswith("  see: ftl") and "--help" in hint
+
+
+@pytest.mark.parametrize("limit", ["0", "-5", "two", "1.5"])
+def test_limit_below_one_is_a_mistake_not_one(limit, capsys):
+    assert main(["list", "--limit", limit]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("usage: ftl") and "error:" in err
+    assert err.startswith(
+        f"error: ftl list: argument --limit: expected a whole number of 1 or more, got '{limit}'"
+    )
+
+
+def test_a_mistake_with_json_is_a_json_error_on_stdout(capsys):
+    assert main(["--json", "list", "--limit", "0"]) == 2
+    out, err = capsys.readouterr()
+    assert err == ""
+    body = json.loads(out)
+    assert body["exit_status"] == 2 and body["error"]["type"] == "UsageError"
+    assert "--limit" in body["error"]["message"] and body["error"]["help"] == "ftl list --help"

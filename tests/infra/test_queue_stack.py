@@ -195,6 +195,7 @@ def test_trigger_environment_names_the_scheduler_and_the_queue(queue):
                         "FTL_SCHEDULER": "queue",
                         "FTL_JOB_QUEUE": QUEUE_ARN,
                         "FTL_QUEUE_SHARE_POLICY": "fairshare",
+                        "FTL_QUEUE_CAPACITY": "8",
                     }
                 )
             }

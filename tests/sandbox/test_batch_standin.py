@@ -326,3 +326,23 @@ def test_outbox_holds_batch_and_sagemaker_state_changes_in_order(sandbox):
     assert detail["RoleArn"] == payload(name)["RoleArn"]
     assert detail["TrainingEndTime"] - detail["TrainingStartTime"] == 120_000
     assert all(e["detail"].get("TrainingJobName") != name for e in sandbox.batch.events)
+
+
+def test_serving_queue_mode_lets_started_jobs_finish_so_the_queue_moves(sandbox):
+    """Issue 18, point 5: with ``--queue --serve`` a queued job used to wait forever unless a
+    test ended a training job; the sandbox's JobFinisher ends each after ``run_seconds``."""
+    from sandbox.shell import JobFinisher
+
+    batch = _client(sandbox, "batch")
+    q = queue(sandbox, capacity=2)
+    first = submit(batch, q, "team-a", "serve-first")
+    second = submit(batch, q, "team-a", "serve-second")
+    assert batch.describe_service_job(jobId=second)["status"] == "RUNNABLE"
+    finisher = JobFinisher(sandbox.batch, pump=None, run_seconds=30)
+    sandbox.clock.now += 29  # (jobs of the module's other tests may end too)
+    assert not [n for n in finisher.finish_due() if n.startswith("AWSBatchserve-")]
+    sandbox.clock.now += 1
+    ended = [n for n in finisher.finish_due() if n.startswith("AWSBatchserve-")]
+    assert len(ended) == 1 and ended[0].startswith("AWSBatchserve-first")
+    assert batch.describe_service_job(jobId=first)["status"] == "SUCCEEDED"
+    assert batch.describe_service_job(jobId=second)["status"] == "SCHEDULED"

@@ -55,7 +55,7 @@ def ok(proc: subprocess.CompletedProcess) -> str:
     return proc.stdout
 
 
-def test_templates_as_a_table_and_as_json(ftl):
+def test_templates_as_a_table_and_as_json(deployed, ftl):
     table = ok(ftl("templates"))
     assert table.splitlines()[0].split() == [
         "TEMPLATE",
@@ -66,11 +66,15 @@ def test_templates_as_a_table_and_as_json(ftl):
         "SPOT",
         "MAX",
         "RUN",
+        "INPUTS",
         "OVERRIDABLE",
     ]
     for name in SHIPPED_TEMPLATES:
         assert name in table
     assert "learning_rate: float 1e-06..0.001" in table and "ml.p4d.24xlarge*" in table
+    data = deployed.output("DataBucketName")
+    assert f"train (required) default s3://{data}/squad/train/" in table
+    assert "(legacy)" in table and "legacy: gpt-tp-sharded: " in table
     templates = json.loads(ok(ftl("templates", "--json")))["templates"]
     assert [t["name"] for t in templates] == SHIPPED_TEMPLATES
 
@@ -101,11 +105,13 @@ def test_submit_status_list_stop(deployed, ftl):
     assert {"Key": "team", "Value": "nlp"} in tags
 
     # The same token and request is a replay, not a second job.
-    assert json.loads(ok(ftl(*args)))["job_name"] == name
+    again = json.loads(ok(ftl(*args)))
+    assert again["job_name"] == name and again["replayed"] is True
     replay = ftl(
         *("--json", "submit", "distilbert-spot", "--token", "cli-run-1", "--name", "other")
     )
-    assert replay.returncode == 2 and replay.stderr.startswith("error: Conflict: ")
+    assert replay.returncode == 2 and replay.stderr == ""
+    assert json.loads(replay.stdout)["error"]["type"] == "Conflict"
 
     status = ok(ftl("status", name))
     lines = [line.split(None, 1) for line in status.splitlines()]
@@ -256,7 +262,7 @@ def test_launcher_errors_are_one_line_with_the_field(ftl):
     assert missing_job.returncode == 2 and missing_job.stderr.startswith("error: NotFound: ")
 
 
-def test_bad_flags_exit_2_with_usage(ftl):
+def test_bad_flags_exit_2_with_one_line_and_a_pointer_to_help(ftl):
     for args in (
         ["submit"],
         ["submit", "distilbert-spot", "--set", "learning_rate"],
@@ -265,7 +271,8 @@ def test_bad_flags_exit_2_with_usage(ftl):
     ):
         proc = ftl(*args)
         assert proc.returncode == 2, args
-        assert proc.stderr.startswith("usage: ftl") and "error: " in proc.stderr, args
+        assert proc.stderr.startswith("error: ftl") and "usage:" not in proc.stderr, args
+        assert proc.stderr.splitlines()[1].startswith("  see: ftl"), args
 
 
 def test_finding_the_launcher(deployed, ftl):

@@ -406,17 +406,40 @@ def test_twenty_concurrent_duplicate_submits_queue_one_job(scenario):
     assert scenario.usage("beta") == 0
 
 
-def test_a_job_stuck_at_the_head_past_the_time_limit_is_recorded_failed_to_start(scenario):
-    """6 instances in a queue of 4: Batch's MISCONFIGURATION reason, and after the queue's
-    limit the job is terminated; the ledger hears it from Batch's event alone."""
-    big = scenario.submit("gamma", "huge", instance_count=6, client_token="huge-1")
+def test_a_job_bigger_than_the_queue_is_refused_at_submit_and_dry_run(scenario):
+    """6 instances in a queue of 4 could never start: the deployed trigger refuses it."""
+    for dry_run in (False, True):
+        request = {"template": "bert-large-qa", "job_name": "huge", "instance_count": 6}
+        answer = scenario.team("gamma", {**request, "dry_run": dry_run})
+        assert answer["error"]["field"] == "instance_count", answer
+        assert "the job queue's capacity of 4 instances" in answer["error"]["message"]
+    assert not [j for j in scenario.standin.jobs.values() if j.name.startswith("gamma-huge")]
+
+
+@pytest.fixture
+def lowered_capacity(scenario):
+    """The stand-in's queue holds 3 instances while the trigger still knows 4."""
+    queue = scenario.standin.queues[QUEUE_NAME]
+    queue.capacity = 3
+    yield queue
+    queue.capacity = 4
+
+
+def test_a_job_stuck_at_the_head_past_the_time_limit_is_recorded_failed_to_start(
+    scenario, lowered_capacity
+):
+    """The queue's capacity lowered under a job the trigger accepted (a redeploy; the trigger
+    refuses a job bigger than the capacity it knows): Batch's MISCONFIGURATION reason, and
+    after the queue's limit the job is terminated; the ledger hears it from Batch's event
+    alone."""
+    big = scenario.submit("gamma", "huge", instance_count=4, client_token="huge-1")
     behind = scenario.submit("alpha", "behind")
     scenario.pump()
     waiting = scenario.describe(big)
     assert waiting["status"] == "Queued" and waiting["queue_position"] == 1
     assert waiting["queue_reason"] == "larger than the queue's capacity"
     assert scenario.describe(behind)["queue_reason"] == "behind 1 job"  # no backfill
-    assert scenario.usage("gamma") == 6
+    assert scenario.usage("gamma") == 4
 
     scenario.clock.advance(HEAD_LIMIT_S - 60)
     scenario.standin.tick()

@@ -55,7 +55,7 @@ class Launcher(SubmitFlow, QueueFlow):
             return self.submit(call.params, caller)
         if call.action == "templates":
             only_fields(call.params, frozenset())
-            return {"templates": [t.public_view() for t in self.rt.catalog.values()]}, False
+            return {"templates": self._templates(caller)}, False
         if call.action == "whoami":
             only_fields(call.params, frozenset())
             return self.whoami(caller), False
@@ -65,6 +65,16 @@ class Launcher(SubmitFlow, QueueFlow):
         if call.action == "describe":
             return self.describe(name, caller), False
         return self.stop(name, caller), False
+
+    def _templates(self, caller: Caller) -> list[dict[str, Any]]:
+        """Each template's view, with its channels' default data under the caller's team
+        prefix (no default URI for a caller without a team in a teams deployment)."""
+        lost = caller.teams_mode and caller.team_name is None
+        bucket = None if lost else self.rt.platform.data_bucket
+        return [
+            t.public_view(data_bucket=bucket, team=caller.team_name)
+            for t in self.rt.catalog.values()
+        ]
 
     # ---------------------------------------------------------------- whoami
     def whoami(self, caller: Caller) -> dict[str, Any]:

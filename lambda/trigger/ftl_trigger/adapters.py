@@ -163,7 +163,16 @@ def internal_error(request_id: str) -> UpstreamError:
 
 
 def success_response(call: Call, result: Any, *, created: bool = False) -> dict[str, Any]:
-    """The result as the door expects it; HTTP says 201 for a new job, 200 otherwise."""
+    """The result as the door expects it; HTTP says 201 for a new job, 200 otherwise. A submit
+    that started nothing and is no dry run is an idempotent replay: ``"replayed": true``
+    says so on both doors (the direct door has no status code)."""
+    if (
+        call.action == "submit"
+        and not created
+        and isinstance(result, dict)
+        and not result.get("dry_run")
+    ):
+        result = {**result, "replayed": True}
     if not call.http:
         return result
     return _http(201 if created else 200, result)

@@ -60,6 +60,7 @@ class SubmitFlow:
             self.rt.platform,
             team=team,
             scheduler=self.rt.scheduler.scheduler,
+            queue_capacity=self.rt.scheduler.capacity_instances,
         )
         fingerprint = req.fingerprint()
         team_name = caller.team_name

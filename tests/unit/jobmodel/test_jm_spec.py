@@ -96,6 +96,7 @@ def test_public_view_is_the_contracts_templates_entry(shipped: dict[str, jm.Temp
         "spot",
         "max_runtime_seconds",
         "inputs",
+        "channels",
         "hyperparameters",
         "queue_priority",
         "queue_priority_range",
