@@ -13,10 +13,12 @@ from testsupport import TRIGGER_ENV
 
 PLATFORM = PlatformConfig.from_env(TRIGGER_ENV)
 CATALOG = shipped_catalog()
+# Two teams whose names share a start ("nlp", "nlp2"); names that extend another with "-" are
+# refused (TeamsConfig), and keys under "nlp-2/" still must not pass as team nlp's.
 TEAMS = TeamsConfig.parse(
     [
         {"name": "nlp", "principals": ["arn:aws:iam::123456789012:role/nlp"], "buckets": ["nlp-x"]},
-        {"name": "nlp-2", "principals": ["arn:aws:iam::123456789012:role/nlp2"]},
+        {"name": "nlp2", "principals": ["arn:aws:iam::123456789012:role/nlp2"]},
     ]
 )
 NLP = TEAMS.get("nlp")
