@@ -275,7 +275,10 @@ AWS_MANAGED = {
 }
 
 
-def policy_set(stacks: Stacks) -> PolicySet:
+def _identity(
+    stacks: Stacks,
+) -> tuple[dict[str, list[Policy]], dict[str, Policy], dict[str, str]]:
+    """Identity policies by role ARN, customer-managed policies by ARN, role paths."""
     identity: dict[str, list[Policy]] = {}
     role_names: dict[str, str] = {}
     role_arn_by_name: dict[str, str] = {}
@@ -307,6 +310,11 @@ def policy_set(stacks: Stacks) -> PolicySet:
             identity.setdefault(
                 role_arn_by_name.get(role, f"arn:aws:iam::{ACCOUNT}:role/{role}"), []
             ).append(policy)
+    return identity, managed_by_arn, role_names
+
+
+def _resources(stacks: Stacks) -> dict[str, list[Policy]]:
+    """Resource policies by the ARN pattern of what they are attached to."""
     resource: dict[str, list[Policy]] = {}
     for stack, logical, props in stacks.resources("AWS::S3::BucketPolicy"):
         bucket = props["Bucket"]
@@ -354,12 +362,17 @@ def policy_set(stacks: Stacks) -> PolicySet:
         resource.setdefault(fn, []).append(
             Policy({"Statement": [statement]}, stacks.path(stack, logical), "resource")
         )
+    return resource
+
+
+def policy_set(stacks: Stacks) -> PolicySet:
     endpoints = [
         Policy(props["PolicyDocument"], stacks.path(stack, logical), "endpoint")
         for stack, logical, props in stacks.resources("AWS::EC2::VPCEndpoint")
         if props.get("PolicyDocument")
     ]
-    return PolicySet(identity, resource, managed_by_arn, role_names, endpoints)
+    identity, managed, role_names = _identity(stacks)
+    return PolicySet(identity, _resources(stacks), managed, role_names, endpoints)
 
 
 def all_documents(stacks: Stacks) -> list[tuple[str, str, str, Mapping[str, Any]]]:
