@@ -215,11 +215,14 @@ class JobQueue(Construct):
     def training_job_arns(self, teams: Sequence[str] = ()) -> list[str]:
         """The SageMaker training jobs Batch starts from this queue: Batch names each one
         ``AWSBatch<jobName><32 hex>``, so a team's jobs (``<team>-...``) are
-        ``awsbatch<team>-*`` in their (lower-case) ARNs (every job without teams)."""
-        # SageMaker writes the job name lower-case in the job's ARN, which is what IAM matches
-        # (case-sensitively): "AWSBatch..." in a resource would never match a Batch job.
-        prefix = BATCH_TRAINING_JOB_PREFIX.lower()
-        names = [f"{prefix}{team}-*" for team in teams] or [f"{prefix}*"]
+        ``AWSBatch<team>-*``, and ``awsbatch<team>-*`` as SageMaker writes ARNs (every job
+        without teams)."""
+        # IAM matches ARNs case-sensitively. SageMaker returns a job's ARN with the name in
+        # lower case, while AWS's own policy for Batch's service-linked role names
+        # "AWSBatch*": which form SageMaker authorizes is not documented, so both are granted
+        # (and the authorization check tries both).
+        prefixes = (BATCH_TRAINING_JOB_PREFIX, BATCH_TRAINING_JOB_PREFIX.lower())
+        names = [f"{p}{team}-*" for team in teams for p in prefixes] or [f"{p}*" for p in prefixes]
         return [
             Stack.of(self).format_arn(
                 service="sagemaker", resource="training-job", resource_name=name

@@ -233,7 +233,14 @@ def test_queue_mode_trigger_creates_no_training_job_but_describes_and_stops(queu
         (s,) = [s for s in statements if s.get("Sid") == sid]
         names = sorted(_joined(r).rsplit("training-job/", 1)[1] for r in _resources(s))
         # jobs the trigger started before a switch to queue mode, and those Batch names
-        assert names == ["awsbatchteam-a-*", "awsbatchteam-b-*", "team-a-*", "team-b-*"]
+        assert names == [
+            "AWSBatchteam-a-*",
+            "AWSBatchteam-b-*",
+            "awsbatchteam-a-*",
+            "awsbatchteam-b-*",
+            "team-a-*",
+            "team-b-*",
+        ]
         assert s["Condition"] == {"StringEquals": {"aws:ResourceTag/ftl:platform": "ftl"}}
 
 

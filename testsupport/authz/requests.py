@@ -27,8 +27,14 @@ def _arn(service: str, resource: str) -> str:
 
 
 def training_job_arn(name: str) -> str:
-    # SageMaker writes resource names lower-case in its ARNs.
+    # SageMaker writes resource names lower-case in the ARNs it returns.
     return _arn("sagemaker", f"training-job/{name.lower()}")
+
+
+def training_job_arns(name: str) -> tuple[str, ...]:
+    """The job's ARN as SageMaker returns it (lower-case) and with the name as given: AWS
+    does not document which one it authorizes, so a request must pass with either."""
+    return tuple(dict.fromkeys([training_job_arn(name), _arn("sagemaker", f"training-job/{name}")]))
 
 
 def tag_context(tags: Sequence[Mapping[str, str]], key: str = "Key", value: str = "Value") -> dict:
@@ -102,21 +108,19 @@ class Mapper:
     def _sagemaker_CreateTrainingJob(
         self, p: str, params: Mapping[str, Any], src: str
     ) -> list[Request]:
-        arn = training_job_arn(params["TrainingJobName"])
+        name = params["TrainingJobName"]
         tags = params.get("Tags", [])
-        self.job_tags[params["TrainingJobName"].lower()] = {t["Key"]: t["Value"] for t in tags}
+        self.job_tags[name.lower()] = {t["Key"]: t["Value"] for t in tags}
+        ctx = self.create_training_job_context(params)
         out = [
-            Request(
-                p,
-                "sagemaker:CreateTrainingJob",
-                (arn,),
-                self.create_training_job_context(params),
-                src,
-            )
+            Request(p, "sagemaker:CreateTrainingJob", (a,), ctx, src)
+            for a in training_job_arns(name)
         ]
         if tags:
-            ctx = {"sagemaker:TaggingAction": "CreateTrainingJob", **tag_context(tags)}
-            out.append(Request(p, "sagemaker:AddTags", (arn,), ctx, src))
+            tagging = {"sagemaker:TaggingAction": "CreateTrainingJob", **tag_context(tags)}
+            out += [
+                Request(p, "sagemaker:AddTags", (a,), tagging, src) for a in training_job_arns(name)
+            ]
         out.append(
             Request(
                 p, "iam:PassRole", (params["RoleArn"],), {"iam:PassedToService": SAGEMAKER}, src
@@ -134,7 +138,7 @@ class Mapper:
             common = [set(self.job_tags[k].items()) for k in found]
             tags = dict(set.intersection(*common)) if common else {}
         ctx = {f"aws:ResourceTag/{k}": v for k, v in tags.items()}
-        return [Request(p, action, (training_job_arn(name),), ctx, src)]
+        return [Request(p, action, (arn,), ctx, src) for arn in training_job_arns(name)]
 
     def _sagemaker_DescribeTrainingJob(
         self, p: str, params: Mapping[str, Any], src: str
