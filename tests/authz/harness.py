@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, JOB_NAME_TAG_KEY, TRAINING_LOG_GROUP
+from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, TRAINING_LOG_GROUP
 from tests.infra.synth import synth
 from tests.lambda_support import ROOT, FakeContext, client, load_handler
 from testsupport import create_ledger_table
@@ -241,7 +241,10 @@ def run_trigger(
         if call.operation == "CreateTrainingJob":
             created.append(call.params)
         elif call.operation == "SubmitServiceJob":
-            created.append(json.loads(call.params["serviceRequestPayload"]))
+            # Batch creates the training job under its own name, AWSBatch<job name><32 hex>
+            payload = json.loads(call.params["serviceRequestPayload"])
+            batch_name = f"{BATCH_TRAINING_JOB_PREFIX}{call.params['jobName']}{'0' * 32}"
+            created.append({**payload, "TrainingJobName": batch_name, "_queued": True})
     return TriggerRun(calls, created, responses)
 
 
@@ -256,11 +259,7 @@ def training_role_requests(
 ) -> list[Request]:
     """What SageMaker does as the job's role (the ``RoleArn`` of the request)."""
     role = job["RoleArn"]
-    if "TrainingJobName" in job:
-        name = job["TrainingJobName"]
-    else:  # a Batch payload: Batch names the job AWSBatch<job name><32 hex>
-        tags = {t["Key"]: t["Value"] for t in job.get("Tags", [])}
-        name = f"{BATCH_TRAINING_JOB_PREFIX}{tags[JOB_NAME_TAG_KEY]}{'0' * 32}"
+    name = job["TrainingJobName"]
     src = f"training job {name}"
     ep = {"_via_endpoint": True} if via_endpoint else {}
     out: list[Request] = []

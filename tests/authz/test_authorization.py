@@ -30,7 +30,7 @@ from tests.authz.harness import (
 from tests.lambda_support import client, load_handler
 from testsupport.authz.evaluate import Policy, Request, evaluate, statements
 from testsupport.authz.requests import ACCOUNT, REGION
-from testsupport.authz.template import PolicySet
+from testsupport.authz.template import BATCH_SAGEMAKER_SLR, BATCH_SAGEMAKER_SLR_POLICY, PolicySet
 
 CONFIGS = list(CONFIGURATIONS)
 TEAM_CONFIGS = [c for c in CONFIGS if "ftl:teams" in CONFIGURATIONS[c][0]]
@@ -86,9 +86,11 @@ def test_sagemaker_may_assume_each_jobs_role(name, trigger_run):
 def _events_requests(d: Deployment, run: Any, sandbox: Any) -> list[Request]:
     """Drive the job-events function through a finished job of each team and record it."""
     from tests.lambda_support import FakeContext
+    from tests.unit.job_events.sequences import batch as batch_event
     from testsupport.authz.record import recording
 
     env = dict(d.function("JobEventsHandlerFunction")["Environment"]["Variables"])
+    env_queue = d.trigger_env().get("FTL_JOB_QUEUE", "")
     topic = env["FTL_TOPIC_ARN"]
     client("sns", sandbox.endpoint).create_topic(Name=topic.rsplit(":", 1)[-1])
     env |= {
@@ -98,7 +100,8 @@ def _events_requests(d: Deployment, run: Any, sandbox: Any) -> list[Request]:
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
     }
-    direct = [job for job in run.created if "TrainingJobName" in job]
+    direct = [job for job in run.created if not job.get("_queued")]
+    queued = [r for r in run.responses if r.get("batch_job_id") and r.get("status") == "Queued"]
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
         module = load_handler(EVENTS_DIR, mp, env)
         with recording() as calls:
@@ -131,16 +134,26 @@ def _events_requests(d: Deployment, run: Any, sandbox: Any) -> list[Request]:
                     },
                 }
                 module.handler(event, FakeContext(function_name="ftl-job-events"))
+            for answer in queued[-3:]:
+                event = batch_event(answer["job_name"], "RUNNING")
+                event["detail"].update(
+                    jobId=answer["batch_job_id"],
+                    jobQueue=env_queue,
+                    shareIdentifier=answer.get("team") or "default",
+                )
+                module.handler(event, FakeContext(function_name="ftl-job-events"))
     role = d.events_role()
     return [r for c in calls for r in d.mapper.requests(role, c.service, c.operation, c.params)]
 
 
-@pytest.mark.parametrize("name", ["default", "teams"])
+@pytest.mark.parametrize("name", ["default", "teams", "queue", "queue-quotashare-teams"])
 def test_every_job_events_request_is_allowed(name, trigger_run, authz_sandbox):
     d, run = deployment(name), trigger_run(name)
     requests = _events_requests(d, run, authz_sandbox)
     actions = {r.action for r in requests}
-    assert {"dynamodb:UpdateItem", "sns:Publish"} <= actions, actions
+    # a finished job is published; a queued job's start only updates the ledger
+    expected = {"dynamodb:UpdateItem"} | ({"sns:Publish"} if "queue" not in name else set())
+    assert expected <= actions, actions
     outcomes = d.evaluate_all(requests)
     assert not denied(outcomes), "\n".join(denied(outcomes))
 
@@ -236,6 +249,34 @@ def test_services_may_invoke_what_they_trigger(name):
         "API Gateway",
     )
     assert d.evaluate(api_call).allowed, d.evaluate(api_call).reason
+
+
+@pytest.mark.parametrize("name", ["queue", "queue-quotashare-teams"])
+def test_batch_service_linked_role_may_start_every_payload(name, trigger_run):
+    """Queue mode: AWS Batch creates, tags, describes and stops the training job with its
+    service-linked role (AWS's managed policy) and passes the payload's role to SageMaker."""
+    d, run = deployment(name), trigger_run(name)
+    slr = Policy(BATCH_SAGEMAKER_SLR_POLICY, "AWSBatchServiceRolePolicyForSageMaker")
+    assert run.created and all(job["_queued"] for job in run.created)
+    checked = 0
+    for job in run.created:
+        # Batch's name for the job, as given (AWS's own policy names "AWSBatch*", so Batch's
+        # CreateTrainingJob is authorized on the name as given)
+        batch_name = job["TrainingJobName"]
+        params = {k: v for k, v in job.items() if not k.startswith("_")}
+        mapper = type(d.mapper)(encrypted=d.mapper.encrypted)
+        requests = mapper.requests(BATCH_SAGEMAKER_SLR, "sagemaker", "CreateTrainingJob", params)
+        requests += mapper.requests(
+            BATCH_SAGEMAKER_SLR, "sagemaker", "StopTrainingJob", {"TrainingJobName": batch_name}
+        )
+        as_given = [
+            r for r in requests if "AWSBatch" in r.resources[0] or r.action == "iam:PassRole"
+        ]
+        for request in as_given:
+            decision = evaluate(request, [slr], {}, account=ACCOUNT)
+            assert decision.allowed, (request.action, request.resources, decision.reason)
+            checked += 1
+    assert checked >= 4 * len(run.created)
 
 
 # ----------------------------------------------------------------------------- promised denies
