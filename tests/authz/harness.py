@@ -11,6 +11,7 @@ with their multipart parts, logs, metrics, image pulls, the volume key grant, EN
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -436,3 +437,108 @@ CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[str]]] = {
         [""],
     ),
 }
+
+
+# ---------------------------------------------------------------------------- the client
+class _Http:
+    status_code = 200
+    headers: dict[str, str] = {}
+
+
+def record_client(
+    deployment: Deployment,
+    sandbox: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    door: str,
+    find_by_stack: bool,
+) -> list[Call]:
+    """The ``ftl`` client's own AWS calls for a day's commands, recorded.
+
+    The client's boto3 clients answer in-process: Lambda Invoke runs the trigger (loaded as
+    in :func:`trigger`) through ``door``, CloudFormation answers with the synthesized stack's
+    outputs, CloudWatch Logs with one stream of the job. What is recorded is what the client
+    sent; nothing leaves the machine."""
+    import io
+
+    import boto3
+    from botocore.response import StreamingBody
+
+    from ftl_client import LauncherClient
+
+    function_arn = deployment.stacks.get_att(
+        deployment.function("LauncherTriggerFunction")["stack"],
+        deployment.function("LauncherTriggerFunction")["logical"],
+        "Arn",
+    )
+    outputs = [
+        {"OutputKey": "TriggerFunctionName", "OutputValue": function_arn.rsplit(":", 1)[-1]},
+        {"OutputKey": "TriggerFunctionArn", "OutputValue": function_arn},
+    ]
+    with trigger(deployment, sandbox, monkeypatch) as module:
+
+        def invoke(params: dict[str, Any], **_: Any) -> Any:
+            event = json.loads(params["body"])
+            answer = json.dumps(module.handler(event, FakeContext(alias=door or None))).encode()
+            return _Http(), {
+                "StatusCode": 200,
+                "Payload": StreamingBody(io.BytesIO(answer), len(answer)),
+            }
+
+        def stacks(**_: Any) -> Any:
+            return _Http(), {"Stacks": [{"StackName": "ftl-launcher", "Outputs": outputs}]}
+
+        def streams(**_: Any) -> Any:
+            return _Http(), {"logStreams": [{"logStreamName": f"{job}/algo-1-1700000000"}]}
+
+        def events(**_: Any) -> Any:
+            line = {
+                "eventId": "1",
+                "timestamp": 1,
+                "logStreamName": f"{job}/algo-1",
+                "message": "hi",
+            }
+            return _Http(), {"events": [line]}
+
+        clients = {}
+        for service, handlers in (
+            ("lambda", {"Invoke": invoke}),
+            ("cloudformation", {"DescribeStacks": stacks}),
+            ("logs", {"DescribeLogStreams": streams, "FilterLogEvents": events}),
+        ):
+            c = boto3.client(
+                service,
+                region_name=REGION,
+                endpoint_url="http://localhost:9",
+                aws_access_key_id="testing",
+                aws_secret_access_key="testing",
+            )
+            for op, handler in handlers.items():
+                c.meta.events.register(
+                    f"before-call.{c.meta.service_model.service_id.hyphenize()}.{op}", handler
+                )
+            clients[service] = c
+        target = (
+            {}
+            if find_by_stack
+            else {"function_name": f"{function_arn}:{door}" if door else function_arn}
+        )
+        launcher = LauncherClient(
+            stack_name="ftl-launcher" if find_by_stack else None,
+            region=REGION,
+            clients=clients,
+            **target,
+        )
+        with recording() as calls, contextlib.redirect_stdout(io.StringIO()):
+            launcher.templates()
+            first = launcher.submit("distilbert-spot", client_token=uuid.uuid4().hex[:12])
+            job = first["job_name"]
+            launcher.describe(job)
+            launcher.list_jobs()
+            launcher.queue()
+            list(launcher.logs(job))
+            launcher.stop(job)
+            launcher.whoami()
+    # The trigger ran in-process behind the Invoke; its own calls (SageMaker, DynamoDB, Batch)
+    # are the trigger's requests, checked in their own test. Keep the client's.
+    return [c for c in calls if c.service in clients]
