@@ -1,115 +1,43 @@
-"""Text for humans: tables, job details, the live progress display and a job's outcome."""
+"""Text for humans: job tables, job details, the live progress display and a job's outcome.
+
+The formatting primitives are in ``ftl_client.text`` and the templates table in
+``ftl_client.templates_view``; both are imported here too, as before."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ftl_client.client import Progress, parse_time
+from ftl_client.templates_view import channels, hyperparameter, templates_table
+from ftl_client.text import duration, money, num, number, table, waited, when
 from jobmodel.contract import TERMINAL_STATUSES
 
-Cell = str | Sequence[str]
-
-
-def duration(seconds: float | None) -> str:
-    """``H:MM:SS`` (days folded into hours); ``-`` when unknown."""
-    if seconds is None:
-        return "-"
-    total = int(round(max(0.0, float(seconds))))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}"
-
-
-def number(value: float) -> str:
-    return f"{value:.6g}"
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[Cell]]) -> str:
-    """A plain text table; a cell given as a list of lines spans several lines of its row."""
-    cells = [[[c] if isinstance(c, str) else list(c) or [""] for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        for i, lines in enumerate(row):
-            widths[i] = max(widths[i], *(len(line) for line in lines))
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    for row in cells:
-        for n in range(max(len(lines) for lines in row)):
-            parts = [
-                (lines[n] if n < len(lines) else "").ljust(w)
-                for lines, w in zip(row, widths, strict=True)
-            ]
-            out.append("  ".join(parts).rstrip())
-    return "\n".join(out)
-
-
-def hyperparameter(name: str, spec: dict[str, Any]) -> str:
-    """``learning_rate: float 1e-06..0.001`` or ``model: str {a, b}``."""
-    text = f"{name}: {spec.get('type', '?')}"
-    if "choices" in spec:
-        # JSON for each choice, so "" and "full_shard auto_wrap" cannot be misread.
-        text += " {" + ", ".join(json.dumps(c) for c in spec["choices"]) + "}"
-    elif "min" in spec or "max" in spec:
-        text += f" {_num(spec.get('min'))}..{_num(spec.get('max'))}"
-    return text
-
-
-def _num(value: Any) -> str:
-    if isinstance(value, float):
-        return number(value)
-    return "" if value is None else str(value)
-
-
-def channels(template: dict[str, Any]) -> list[str]:
-    """``train (required) s3://bucket/squad/train/`` per input channel; older launchers that
-    answer only ``inputs`` (names) give the names."""
-    views = template.get("channels")
-    if views is None:
-        return [str(name) for name in template.get("inputs", [])] or ["-"]
-    lines = []
-    for c in views:
-        text = f"{c['name']} ({'required' if c.get('required') else 'optional'})"
-        where = c.get("default_s3_uri") or (
-            f"<data bucket>/{c['default_prefix']}" if c.get("default_prefix") else None
-        )
-        lines.append(f"{text} default {where}" if where else text)
-    return lines or ["-"]
-
-
-def templates_table(templates: Sequence[dict[str, Any]]) -> str:
-    rows = []
-    for t in templates:
-        default = t.get("default_instance_type")
-        types = [f"{it}*" if it == default else it for it in t.get("instance_types", [])]
-        overridable = t.get("hyperparameters", {}).get("overridable", {})
-        rows.append(
-            [
-                [t["name"], "(legacy)"] if t.get("legacy") else t["name"],
-                t.get("distribution", "-"),
-                f"{t.get('default_instance_count', '-')} (max {t.get('max_instance_count', '-')})",
-                types,
-                "yes" if t.get("spot") else "no",
-                _hours(t.get("max_runtime_seconds")),
-                channels(t),
-                [hyperparameter(k, v) for k, v in overridable.items()] or ["-"],
-            ]
-        )
-    headers = [
-        "TEMPLATE",
-        "DIST",
-        "INSTANCES",
-        "INSTANCE TYPES",
-        "SPOT",
-        "MAX RUN",
-        "INPUTS",
-        "OVERRIDABLE",
-    ]
-    notes = ["* default instance type"]
-    notes += [f"legacy: {t['name']}: {t['legacy']}" for t in templates if t.get("legacy")]
-    return table(headers, rows) + "\n" + "\n".join(notes)
+__all__ = [
+    "ProgressDisplay",
+    "channels",
+    "duration",
+    "dry_run",
+    "hyperparameter",
+    "job_detail",
+    "jobs_table",
+    "log_line",
+    "money",
+    "no_log_lines",
+    "number",
+    "outcome",
+    "progress_line",
+    "queue_table",
+    "stop_result",
+    "stopped_watching",
+    "submitted",
+    "table",
+    "templates_table",
+    "waited",
+    "whoami",
+]
 
 
 def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
@@ -120,7 +48,7 @@ def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
             j.get("status", "-"),
             f"{j.get('instance_count', '?')} x {j.get('instance_type', '?')}",
             "yes" if j.get("spot") else "no",
-            _when(j.get("created_at")),
+            when(j.get("created_at")),
             duration(j.get("billable_seconds")),
             _savings(j),
             money(j.get("cost_usd") if "cost_usd" in j else None),
@@ -139,20 +67,6 @@ def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
         "COST",
     ]
     return table(headers, rows)
-
-
-def waited(seconds: float | None) -> str:
-    """A wait, short: ``45s``, ``12m``, ``3h05m``, ``2d04h``; ``-`` when unknown."""
-    if seconds is None:
-        return "-"
-    total = int(max(0.0, float(seconds)))
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m"
-    if total < 86400:
-        return f"{total // 3600}h{total % 3600 // 60:02d}m"
-    return f"{total // 86400}d{total % 86400 // 3600:02d}h"
 
 
 def _waited_of(job: dict[str, Any], now: datetime) -> float | None:
@@ -249,24 +163,6 @@ def log_line(event: dict[str, Any]) -> str:
     return f"[{event['stream'].split('/', 1)[-1]}] {event['message']}"
 
 
-def money(value: Any) -> str:
-    """USD as ``$12.34``; ``-`` when unknown."""
-    return "-" if value is None else f"${float(value):,.2f}"
-
-
-def _when(text: Any) -> str:
-    """``2026-11-22T01:53:00.000Z`` as ``2026-11-22 01:53`` (UTC)."""
-    value = parse_time(text)
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if value else str(text or "-")
-
-
-def _hours(seconds: Any) -> str:
-    """A template limit: ``24h`` when whole hours, else ``H:MM:SS``."""
-    if isinstance(seconds, int) and seconds and seconds % 3600 == 0:
-        return f"{seconds // 3600}h"
-    return duration(seconds)
-
-
 def _savings(job: dict[str, Any]) -> str:
     value = job.get("spot_savings_percent")
     return "-" if value is None else f"{float(value):.1f}%"
@@ -330,8 +226,8 @@ def dry_run(result: dict[str, Any]) -> str:
         mark = "ok" if check.get("ok") else "NO"
         extra = ""
         if "limit" in check:
-            used, asked = _num(check["current"]), _num(check["requested"])
-            extra = f": {used} used + {asked} of {_num(check['limit'])}"
+            used, asked = num(check["current"]), num(check["requested"])
+            extra = f": {used} used + {asked} of {num(check['limit'])}"
         lines.append(f"  [{mark}] {check.get('check')}{extra}")
     return "\n".join(lines)
 
@@ -340,7 +236,7 @@ def whoami(me: dict[str, Any]) -> str:
     lines = [f"principal: {me.get('principal')}", f"team: {me.get('team') or '-'}"]
     lines.append(f"admin: {'yes' if me.get('admin') else 'no'}")
     for key, value in sorted((me.get("limits") or {}).items()):
-        lines.append(f"limit {key}: {_num(value)}")
+        lines.append(f"limit {key}: {num(value)}")
     usage = me.get("usage")
     if usage:
         lines.append(f"instances in use: {usage.get('instances')}")

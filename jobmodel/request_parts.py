@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import _fields as F
 from . import _rules as R
 from .errors import NotFound, ValidationError
 from .instances import INSTANCE_TYPES
@@ -24,7 +25,7 @@ def check_fields(payload: Any, allowed: frozenset[str]) -> None:
         )
     unknown = [k for k in payload if k not in allowed]
     if unknown:
-        first = str(_sorted_keys(dict.fromkeys(unknown))[0])[:100]
+        first = str(F.sorted_keys(dict.fromkeys(unknown))[0])[:100]
         raise ValidationError(
             first, f"unknown field {first!r}; allowed fields: {', '.join(sorted(allowed))}"
         )
@@ -54,7 +55,7 @@ def template(payload: Mapping[str, Any], catalog: Mapping[str, TemplateSpec]) ->
 
 def job_name_prefix(payload: Mapping[str, Any], spec: TemplateSpec, max_length: int) -> str:
     """``job_name``: the job name's prefix, sanitised; the template's name by default."""
-    raw_prefix = _opt(payload, "job_name")
+    raw_prefix = F.opt(payload, "job_name")
     if raw_prefix is None:
         return spec.name
     if type(raw_prefix) is not str:
@@ -77,18 +78,18 @@ def job_name_prefix(payload: Mapping[str, Any], spec: TemplateSpec, max_length: 
 def hyperparameters(payload: Mapping[str, Any], spec: TemplateSpec) -> dict[str, Any]:
     """``hyperparameters``: overrides of the template's overridable ones, canonical values."""
     overrides: dict[str, Any] = {}
-    raw_hp = _opt(payload, "hyperparameters")
+    raw_hp = F.opt(payload, "hyperparameters")
     if raw_hp is not None:
-        raw_hp = _require_mapping("hyperparameters", raw_hp)
+        raw_hp = F.require_mapping("hyperparameters", raw_hp)
         rules = spec.overridable
-        for key in _sorted_keys(raw_hp):
+        for key in F.sorted_keys(raw_hp):
             if type(key) is not str:
                 raise ValidationError(
                     "hyperparameters", f"hyperparameter names must be strings, got {R.show(key)}"
                 )
             rule = rules.get(key)
             if rule is None:
-                field_name = _sub("hyperparameters", key)
+                field_name = F.sub("hyperparameters", key)
                 allowed = ", ".join(rules) or "none"
                 raise ValidationError(
                     field_name,
@@ -114,7 +115,7 @@ def fits_queue(count: int, capacity: int | None) -> None:
 def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]:
     """``instance_type`` and ``instance_count``: allowed by the template and the instance
     (smddp support, EFA for multi-node)."""
-    instance_type = _opt(payload, "instance_type")
+    instance_type = F.opt(payload, "instance_type")
     if instance_type is None:
         instance_type = spec.default_instance_type
     elif type(instance_type) is not str:
@@ -129,7 +130,7 @@ def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]
             f"got {R.show(instance_type)}",
         )
 
-    count = _bounded_int(
+    count = F.bounded_int(
         payload, "instance_count", spec.default_instance_count, spec.max_instance_count, spec.name
     )
     kind = spec.distribution.kind
@@ -163,7 +164,7 @@ def spot_and_stopping(
     payload: Mapping[str, Any], spec: TemplateSpec
 ) -> tuple[bool, int, int | None]:
     """``spot``, ``max_runtime_seconds`` and ``max_wait_seconds`` (spot only)."""
-    spot = _opt(payload, "spot")
+    spot = F.opt(payload, "spot")
     if spot is None:
         spot = spec.spot
     elif type(spot) is not bool:
@@ -173,7 +174,7 @@ def spot_and_stopping(
             "spot", f"spot needs checkpointing, which template {spec.name} turns off"
         )
 
-    runtime = _bounded_int(
+    runtime = F.bounded_int(
         payload,
         "max_runtime_seconds",
         spec.default_runtime_seconds,
@@ -182,13 +183,13 @@ def spot_and_stopping(
     )
 
     wait_limit = max(spec.max_wait_seconds, runtime)
-    max_wait = _opt(payload, "max_wait_seconds")
+    max_wait = F.opt(payload, "max_wait_seconds")
     if max_wait is not None:
         if not spot:
             raise ValidationError(
                 "max_wait_seconds", "max_wait_seconds applies to spot jobs only (spot is false)"
             )
-        _require_int("max_wait_seconds", max_wait)
+        F.require_int("max_wait_seconds", max_wait)
         if max_wait < runtime:
             raise ValidationError(
                 "max_wait_seconds",
@@ -213,12 +214,12 @@ def inputs(
     template's defaults; a required channel must end up with one."""
     channels = spec.channels
     given: dict[str, str] = {}
-    raw_inputs = _opt(payload, "inputs")
+    raw_inputs = F.opt(payload, "inputs")
     if raw_inputs is not None:
-        raw_inputs = _require_mapping("inputs", raw_inputs)
+        raw_inputs = F.require_mapping("inputs", raw_inputs)
         allowed_buckets = platform.input_buckets
-        for key in _sorted_keys(raw_inputs):
-            field_name = _sub("inputs", key)
+        for key in F.sorted_keys(raw_inputs):
+            field_name = F.sub("inputs", key)
             if type(key) is not str or key not in channels:
                 raise ValidationError(
                     field_name,
@@ -270,12 +271,12 @@ def tags(
     """``tags``: the caller's, none reserved, within SageMaker's total with the others (in
     queue mode one more: ``ftl:job-name`` on the payload handed to Batch)."""
     tags: dict[str, str] = {}
-    raw_tags = _opt(payload, "tags")
+    raw_tags = F.opt(payload, "tags")
     if raw_tags is not None:
-        raw_tags = _require_mapping("tags", raw_tags)
+        raw_tags = F.require_mapping("tags", raw_tags)
         platform_tags = platform.platform_tags
-        for key in _sorted_keys(raw_tags):
-            field_name = _sub("tags", key) if type(key) is str else "tags"
+        for key in F.sorted_keys(raw_tags):
+            field_name = F.sub("tags", key) if type(key) is str else "tags"
             value = raw_tags[key]
             problem = R.tag_problem(key, value)
             if problem is not None:
@@ -304,7 +305,7 @@ def tags(
 def priority(payload: Mapping[str, Any], spec: TemplateSpec, *, queued: bool) -> int | None:
     """``priority``: queue mode only; an integer in the template's ``queue_priority_range``,
     the template's ``queue_priority`` when absent. Direct mode has no priority (None)."""
-    value = _opt(payload, "priority")
+    value = F.opt(payload, "priority")
     if not queued:
         if value is not None:
             raise ValidationError(
@@ -315,7 +316,7 @@ def priority(payload: Mapping[str, Any], spec: TemplateSpec, *, queued: bool) ->
         return None
     if value is None:
         return spec.queue_priority
-    _require_int("priority", value)
+    F.require_int("priority", value)
     low, high = spec.queue_priority_range
     if not low <= value <= high:
         raise ValidationError(
@@ -327,68 +328,19 @@ def priority(payload: Mapping[str, Any], spec: TemplateSpec, *, queued: bool) ->
 
 def flags(payload: Mapping[str, Any]) -> tuple[str | None, bool]:
     """``client_token`` and ``dry_run``."""
-    token = _opt(payload, "client_token")
+    token = F.opt(payload, "client_token")
     if token is not None and (type(token) is not str or R.CLIENT_TOKEN_RE.fullmatch(token) is None):
         raise ValidationError(
             "client_token",
             f"client_token must be 1 to 64 characters of [A-Za-z0-9._:-], got {R.show(token)}",
         )
 
-    dry_run = _opt(payload, "dry_run")
+    dry_run = F.opt(payload, "dry_run")
     if dry_run is not None and type(dry_run) is not bool:
         raise ValidationError(
             "dry_run", f"dry_run must be true or false, got {_json_type(dry_run)}"
         )
     return token, bool(dry_run)
-
-
-def _opt(payload: Mapping[str, Any], key: str) -> Any:
-    """An optional field: absent and JSON null both mean 'use the default'."""
-    return payload.get(key)
-
-
-def _require_int(field_name: str, value: Any) -> int:
-    if type(value) is int and value.bit_length() > 63:
-        raise ValidationError(field_name, f"{field_name} is out of range, got {R.show(value)}")
-    if type(value) is not int:
-        raise ValidationError(
-            field_name, f"{field_name} must be an integer, got {_json_type(value)}"
-        )
-    return value
-
-
-def _bounded_int(
-    payload: Mapping[str, Any], field_name: str, default: int, high: int, template: str
-) -> int:
-    """An optional integer field from 1 to ``high``; the template's default when absent."""
-    value = _opt(payload, field_name)
-    if value is None:
-        return default
-    _require_int(field_name, value)
-    if not 1 <= value <= high:
-        raise ValidationError(
-            field_name,
-            f"{field_name} must be between 1 and {high} for template {template}, got {value}",
-        )
-    return value
-
-
-def _require_mapping(field_name: str, value: Any) -> Mapping[Any, Any]:
-    if not isinstance(value, Mapping):
-        raise ValidationError(
-            field_name, f"{field_name} must be an object, got {_json_type(value)}"
-        )
-    return value
-
-
-def _sorted_keys(mapping: Mapping[Any, Any]) -> list[Any]:
-    return sorted(mapping, key=lambda k: (type(k) is not str, str(k)))
-
-
-def _sub(field_name: str, key: Any) -> str:
-    """``field.key`` for error fields, with the key cut to a sane length."""
-    text = key if type(key) is str else str(key)
-    return f"{field_name}.{text[:100]}"
 
 
 def _check_team_input(

@@ -112,50 +112,53 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(json.dumps(job, indent=2))
 
-        kwargs = {"endpoint_url": sandbox.endpoint, "region_name": "us-east-1"}
-        described = boto3.client("sagemaker", **kwargs).describe_training_job(
-            TrainingJobName=job["job_name"]
-        )
-        ledger = boto3.client("dynamodb", **kwargs).get_item(
-            TableName=flat["JobTableName"], Key={"pk": {"S": f"job#{job['job_name']}"}}
-        )["Item"]
-        # moto keeps no Environment or RetryStrategy; the ledger holds the exact request sent.
-        sent = json.loads(ledger["rendered"]["S"])
-        hp = described["HyperParameters"]
-        distribution = [
-            k
-            for k in (
-                "sagemaker_distributed_dataparallel_enabled",
-                "sagemaker_torch_distributed_enabled",
-                "sagemaker_mpi_enabled",
-                "mp_parameters",
-            )
-            if k in hp
-        ]
-        print("\nthe training job, read back from SageMaker (moto) and the job ledger:")
-        rows = [
-            ("job", described["TrainingJobName"]),
-            ("instance type", described["ResourceConfig"]["InstanceType"]),
-            ("instance count", described["ResourceConfig"]["InstanceCount"]),
-            ("managed spot", described["EnableManagedSpotTraining"]),
-            (
-                "max run / max wait",
-                f"{described['StoppingCondition']['MaxRuntimeInSeconds']}s / "
-                f"{described['StoppingCondition']['MaxWaitTimeInSeconds']}s",
-            ),
-            ("checkpoint URI", described["CheckpointConfig"]["S3Uri"]),
-            ("distribution", ", ".join(f"{k}={hp[k]}" for k in distribution)),
-            ("EFA environment", json.dumps(sent.get("Environment", {}))),
-            ("retry strategy", json.dumps(sent.get("RetryStrategy"))),
-            ("image", described["AlgorithmSpecification"]["TrainingImage"]),
-            ("requested by", ledger["requested_by"]["S"]),
-        ]
-        width = max(len(k) for k, _ in rows)
-        for key, value in rows:
-            print(f"  {key:<{width}}  {value}")
+        show_training_job(sandbox.endpoint, job["job_name"], flat["JobTableName"])
         if serve:
             serve_forever(sandbox.endpoint, outputs)
     return 0
+
+
+def show_training_job(endpoint: str, job_name: str, table: str) -> None:
+    """The started job as SageMaker (moto) describes it and as the job ledger recorded it."""
+    kwargs = {"endpoint_url": endpoint, "region_name": "us-east-1"}
+    described = boto3.client("sagemaker", **kwargs).describe_training_job(TrainingJobName=job_name)
+    ledger = boto3.client("dynamodb", **kwargs).get_item(
+        TableName=table, Key={"pk": {"S": f"job#{job_name}"}}
+    )["Item"]
+    # moto keeps no Environment or RetryStrategy; the ledger holds the exact request sent.
+    sent = json.loads(ledger["rendered"]["S"])
+    hp = described["HyperParameters"]
+    distribution = [
+        k
+        for k in (
+            "sagemaker_distributed_dataparallel_enabled",
+            "sagemaker_torch_distributed_enabled",
+            "sagemaker_mpi_enabled",
+            "mp_parameters",
+        )
+        if k in hp
+    ]
+    print("\nthe training job, read back from SageMaker (moto) and the job ledger:")
+    rows = [
+        ("job", described["TrainingJobName"]),
+        ("instance type", described["ResourceConfig"]["InstanceType"]),
+        ("instance count", described["ResourceConfig"]["InstanceCount"]),
+        ("managed spot", described["EnableManagedSpotTraining"]),
+        (
+            "max run / max wait",
+            f"{described['StoppingCondition']['MaxRuntimeInSeconds']}s / "
+            f"{described['StoppingCondition']['MaxWaitTimeInSeconds']}s",
+        ),
+        ("checkpoint URI", described["CheckpointConfig"]["S3Uri"]),
+        ("distribution", ", ".join(f"{k}={hp[k]}" for k in distribution)),
+        ("EFA environment", json.dumps(sent.get("Environment", {}))),
+        ("retry strategy", json.dumps(sent.get("RetryStrategy"))),
+        ("image", described["AlgorithmSpecification"]["TrainingImage"]),
+        ("requested by", ledger["requested_by"]["S"]),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for key, value in rows:
+        print(f"  {key:<{width}}  {value}")
 
 
 _UNSUPPORTED = re.compile(r"Tried to parse (\S+) but it's not supported")
