@@ -27,9 +27,10 @@ from tests.infra.synth import synth
 from tests.lambda_support import ROOT, FakeContext, client, load_handler
 from testsupport import create_ledger_table
 from testsupport.authz.evaluate import Decision, Policy, Request, evaluate
+from testsupport.authz.policies import PolicySet, policy_set
 from testsupport.authz.record import Call, recording
 from testsupport.authz.requests import ACCOUNT, REGION, Mapper, training_job_arn
-from testsupport.authz.template import PolicySet, Stacks, policy_set
+from testsupport.authz.template import Stacks
 
 TRIGGER_DIR = ROOT / "lambda" / "trigger"
 EVENTS_DIR = ROOT / "lambda" / "job_events"

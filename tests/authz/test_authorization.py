@@ -29,9 +29,10 @@ from tests.authz.harness import (
     trust_request,
 )
 from tests.lambda_support import client, load_handler
+from testsupport.authz.aws_managed import BATCH_SAGEMAKER_SLR, BATCH_SAGEMAKER_SLR_POLICY
 from testsupport.authz.evaluate import Policy, Request, evaluate, statements
+from testsupport.authz.policies import PolicySet
 from testsupport.authz.requests import ACCOUNT, REGION
-from testsupport.authz.template import BATCH_SAGEMAKER_SLR, BATCH_SAGEMAKER_SLR_POLICY, PolicySet
 
 CONFIGS = list(CONFIGURATIONS)
 TEAM_CONFIGS = [c for c in CONFIGS if "ftl:teams" in CONFIGURATIONS[c][0]]

@@ -7,8 +7,8 @@ import pytest
 from tests.authz.conftest import deployment
 from tests.authz.harness import CONFIGURATIONS
 from testsupport.authz.lint import lint_document, lint_statement
+from testsupport.authz.policies import all_documents
 from testsupport.authz.sar import data_version
-from testsupport.authz.template import all_documents
 
 
 @pytest.mark.parametrize("name", list(CONFIGURATIONS))
