@@ -71,7 +71,7 @@ class Launcher(SubmitFlow, QueueFlow):
         team = caller.team
         usage = None
         if team is not None:
-            usage = self._ledger_call(self.usage.current, team.name).to_view()
+            usage = self._ledger_call(self.usage.peek, team.name).to_view()
         return {
             "team": caller.team_name,
             "admin": caller.admin,
@@ -156,7 +156,9 @@ class Launcher(SubmitFlow, QueueFlow):
             admin=caller.admin,
         )
         team, next_token = query.team, query.next_token
-        index, start = TEAM_INDEX if team else JOB_INDEX, None
+        # The listing a token continues: the index and, on the team index, which team's jobs
+        # (an admin's token for one team's list does not page another team's).
+        index, start = f"{TEAM_INDEX}:{team}" if team else JOB_INDEX, None
         if next_token is not None:
             token_index, start = self._ledger_call(self.signer.verify, caller.scope, next_token)
             if token_index != index:

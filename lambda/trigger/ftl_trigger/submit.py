@@ -79,6 +79,9 @@ class SubmitFlow:
                 self._service_request(job, rendered)  # the 10 KiB check, before any write
             usage = None
             if team is not None:
+                # The check read only; a month the item still holds from before is started
+                # now, just before the claim that expects this month.
+                self._ledger_call(self.usage.roll, team.name)
                 usage = Q.claim_update(
                     self.ledger.table,
                     team.name,
@@ -127,8 +130,8 @@ class SubmitFlow:
                 f"unknown ({reason}); choose a priced instance type or ask the platform team "
                 "to add the price (ftl:prices)",
             )
-        read = self.usage.peek if req.dry_run else self.usage.current
-        usage = self._ledger_call(read, team.name)
+        # Read only: a refused submit (or a dry run) writes nothing, not even the usage item.
+        usage = self._ledger_call(self.usage.peek, team.name)
         return Q.check_limits(
             limits, usage, team=team.name, count=req.instance_count, estimate=estimate
         )

@@ -24,19 +24,14 @@ class TeamUsage:
         return Q.month_of(self.now())
 
     def current(self, team: str) -> Q.Usage:
-        """This month's usage, creating the item or starting the month where needed."""
-        month = self.month()
-        item = self.ledger.get_usage(team)
-        if item is None:
-            self.ledger.put_if_absent(Q.usage_item(self.ledger.table, team, month))
-            item = self.ledger.get_usage(team)
-        elif item.get("month") != month:
-            self.ledger.update_if(Q.rollover_update(self.ledger.table, team, item["month"], month))
-            item = self.ledger.get_usage(team)
-        return Q.Usage.from_item(item, month)
+        """This month's usage, starting the month on the team's item where it holds an older
+        one. A missing item is not created: the team's first claim does (``Q.claim_update``),
+        so a refused submit writes nothing."""
+        month = self.roll(team)
+        return Q.Usage.from_item(self.ledger.get_usage(team), month)
 
     def peek(self, team: str) -> Q.Usage:
-        """This month's usage, read only (a dry run writes nothing, not even the item)."""
+        """This month's usage, read only (a dry run, a check, whoami: nothing written)."""
         return Q.Usage.from_item(self.ledger.get_usage(team), self.month())
 
     def release_update(self, job: Mapping[str, Any], cost: float | None) -> dict[str, Any]:

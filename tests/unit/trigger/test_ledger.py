@@ -130,6 +130,18 @@ def test_a_claim_over_the_teams_limit_is_a_limit_race(ledger):
     assert ledger.get_usage("nlp")["instances"] == 2 and ledger.get_job("b-2") is None
 
 
+def test_the_teams_first_claim_creates_its_usage_item(ledger):
+    limits = TeamLimits(max_instances=3, monthly_budget_usd=10)
+    claim = Q.claim_update(ledger.table, "cv", MONTH, limits, count=2, estimate=4.0)
+    assert ledger.get_usage("cv") is None
+    ledger.claim(_job("f-1", team="cv"), None, claim)
+    usage = ledger.get_usage("cv")
+    assert (usage["month"], usage["team_usage"], usage["instances"]) == (MONTH, "cv", 2)
+    assert (usage["reserved"], usage["committed"], usage["spend"]) == (4.0, 4.0, 0)
+    with pytest.raises(LimitRace):  # the item exists now: its limits hold the second claim
+        ledger.claim(_job("f-2", team="cv"), None, claim)
+
+
 # ------------------------------------------------------------------------ job updates
 def test_every_update_counts_a_revision(ledger):
     ledger.claim(_job("c-1"), None)

@@ -521,11 +521,9 @@ def test_ledger_write_job_conditions_removals_and_one_release(queued, prefix):
     )
     item = ledger.get_job(name)
     assert "queue_reason" not in item and item["updated_at"] == "y"
-    queued.module.LAUNCHER.usage.current("alpha")
-    release = quotas.release_update(
-        queued.table, "alpha", quotas.month_of(queued.module.RUNTIME.now()), count=1, estimate=1.0,
-        cost=None,
-    )  # fmt: skip
+    month = quotas.month_of(queued.module.RUNTIME.now())
+    assert ledger.put_if_absent(quotas.usage_item(queued.table, "alpha", month))
+    release = quotas.release_update(queued.table, "alpha", month, count=1, estimate=1.0, cost=None)
     assert ledger.write_job(name, {"status": "Stopped"}, expect={}, release=release)
     assert not ledger.write_job(name, {"status": "Stopped"}, expect={}, release=release)
     assert ledger.get_job(name)["usage_released"] is True
