@@ -140,11 +140,13 @@ class Launcher(SubmitFlow, QueueFlow):
             self.rt.sagemaker.stop_training_job(TrainingJobName=name)
         except (ClientError, BotoCoreError) as exc:
             raise map_aws_error(exc, "StopTrainingJob") from None
-        job["status"] = "Stopping"
-        self._ledger_call(
-            self.ledger.update_job, name, {"status": "Stopping", "updated_at": self._stamp()}
-        )
-        return self._view(job, detail=True)
+        # Conditional on the status read: the job may have ended (and its end been recorded
+        # and published by another writer) while the stop call was in flight.
+        changes = {"status": "Stopping", "updated_at": self._stamp()}
+        if self._ledger_call(self.ledger.update_job, name, changes, expect_status=job["status"]):
+            self._transition(job["status"], {**job, **changes})
+            return self._view({**job, **changes}, detail=True)
+        return self._view(self._ledger_call(self.ledger.get_job, name), detail=True)
 
     # ------------------------------------------------------------------ list
     def list_jobs(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
