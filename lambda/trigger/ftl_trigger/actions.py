@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import (
@@ -15,6 +16,7 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
+from ftl_trigger import batch as service_jobs
 from ftl_trigger.adapters import Call
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
@@ -39,6 +41,9 @@ from jobmodel.training_state import from_training_job
 LOG = logging.getLogger("ftl.trigger")
 # Added to a CapacityError (direct mode: only CreateTrainingJob raises it).
 QUEUE_HINT = "deploy with ftl:scheduler=queue to queue jobs until capacity frees"
+# How long after its claim a job still Submitting is taken for one whose submit may have
+# started it without recording that: describe then asks the backend by the job's name.
+SUBMIT_GRACE_S = 10.0
 
 
 class Launcher(SubmitFlow, QueueFlow):
@@ -93,6 +98,8 @@ class Launcher(SubmitFlow, QueueFlow):
         if job is None or not caller.sees(job):
             # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
+        if job["status"] == SUBMITTING:
+            job = self._recover_submitting(job)
         if job["status"] in TERMINAL_STATUSES or job["status"] == SUBMITTING:
             return job, None
         if is_queued_job(job):
@@ -113,6 +120,33 @@ class Launcher(SubmitFlow, QueueFlow):
                     self._transition(before, {**job, **changes}, released=released)
             job.update(changes)
         return job, None
+
+    def _recover_submitting(self, job: dict[str, Any]) -> dict[str, Any]:
+        """A job still ``Submitting`` :data:`SUBMIT_GRACE_S` after its claim: its submit may
+        have started it and then failed to record that (or died). Ask the backend by the
+        job's name (SageMaker in direct mode, the Batch queue in queue mode) and, when it has
+        the job, record the start as the submit would have; else leave the claim as it is
+        (a replay of its token finishes it)."""
+        created = datetime.fromisoformat(str(job["created_at"]).replace("Z", "+00:00"))
+        if (self.rt.now() - created).total_seconds() < SUBMIT_GRACE_S:
+            return job
+        name = job["job_name"]
+        if is_queued_job(job):
+            if self.rt.batch is None:
+                return job
+            queue = str(self.rt.scheduler.job_queue_arn)
+            found = service_jobs.find_by_name(self.rt.batch, queue, name)
+            return job if found is None else self._record_queued(job, found)
+        described = self._describe_remote(name)
+        if described is None:
+            return job
+        # Recorded as started; the refresh that follows records where SageMaker is now, so
+        # the start and an end are each written (and published) once.
+        job.update(status="InProgress", job_arn=described["TrainingJobArn"])
+        job["updated_at"] = self._stamp()
+        self._record_started(job)
+        fresh = self._ledger_call(self.ledger.get_job, name)
+        return fresh if fresh is not None else job
 
     def _describe_remote(self, name: str) -> dict[str, Any] | None:
         try:

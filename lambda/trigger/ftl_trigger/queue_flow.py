@@ -89,6 +89,11 @@ class QueueFlow:
         except JobModelError as error:
             self._record_failed(job, error)
             raise
+        return self._view(self._record_queued(job, queued))
+
+    def _record_queued(self, job: dict[str, Any], queued: Mapping[str, Any]) -> dict[str, Any]:
+        """Record that Batch queued the job (``queued``: ``{"jobId", "jobArn"}``); a ledger
+        failure is logged, not raised: the job is queued whatever happens here."""
         now = self.rt.now()
         update = {
             "status": "Queued",
@@ -100,11 +105,10 @@ class QueueFlow:
         }
         once = {"batch_job_arn": queued.get("jobArn") or None, "queued_at": timestamp(now)}
         try:
-            job = self._apply(job, update, once=once)
-        except JobModelError as err:  # the job is queued whatever happens here
+            return self._apply(job, update, once=once)
+        except JobModelError as err:
             LOG.warning("job %s queued but the ledger update failed: %s", job["job_name"], err)
-            job.update(update, **once)
-        return self._view(job)
+            return {**job, **update, **once}
 
     # -------------------------------------------------------------- describe
     def _refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], int | None]:

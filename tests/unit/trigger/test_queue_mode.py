@@ -252,6 +252,40 @@ def test_a_crash_before_the_ledger_knew_the_batch_job_is_finished_by_the_retry(
     assert queued(dict(request))["batch_job_id"] == sent.job_id
 
 
+def test_a_job_batch_queued_but_the_ledger_never_learned_is_repaired_by_describe(
+    queued, prefix, monkeypatch
+):
+    """SubmitServiceJob queued the job, then the container died before the ledger write, and
+    the request had no client_token to replay: after the grace, describe finds the job on
+    the queue by its name and records it Queued (stop then terminates it)."""
+    from datetime import timedelta
+
+    from ftl_trigger import actions
+
+    client = queued.module.RUNTIME.batch
+    real = client.submit_service_job
+
+    def crash(**kwargs):
+        real(**kwargs)
+        raise SystemExit("container killed")
+
+    monkeypatch.setattr(client, "submit_service_job", crash)
+    with pytest.raises(SystemExit):
+        queued(job(prefix))
+    monkeypatch.setattr(client, "submit_service_job", real)
+    (claimed,) = items(queued)
+    name = claimed["job_name"]["S"]
+    assert queued({"action": "describe", "job_name": name})["status"] == "Submitting"
+    runtime = queued.module.RUNTIME
+    later = runtime.now() + timedelta(seconds=actions.SUBMIT_GRACE_S + 1)
+    monkeypatch.setattr(runtime, "now", lambda: later)
+    (sent,) = queued.batch_jobs()
+    described = queued({"action": "describe", "job_name": name})
+    assert described["status"] == "Queued" and described["batch_job_id"] == sent.job_id
+    assert record(queued, name)["status"] == "Queued"
+    assert queued({"action": "stop", "job_name": name})["status"] == "Stopped"
+
+
 def test_twenty_concurrent_duplicates_queue_one_job(queued, prefix):
     request = job(prefix, client_token=prefix)
     with ThreadPoolExecutor(max_workers=10) as pool:
