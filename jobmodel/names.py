@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 __all__ = [
+    "DEFAULT_SHARE",
     "ENV_CATALOG_PATH",
     "ENV_JOB_QUEUE",
     "ENV_JOB_TABLE",
@@ -20,6 +21,7 @@ __all__ = [
     "JOB_NAME_TAG_KEY",
     "PLATFORM_TAG_KEY",
     "TEAM_INDEX",
+    "TEAM_TAG_KEY",
     "TRAINING_LOG_GROUP",
     "timestamp",
 ]
@@ -36,6 +38,13 @@ PLATFORM_TAG_KEY = "ftl:platform"
 # training job ``AWSBatch<name><32 hex>`` and may have to cut a long name to fit SageMaker's
 # 63 characters, so job events find the ledger job by this tag first.
 JOB_NAME_TAG_KEY = "ftl:job-name"
+# A team's training jobs carry their team (value: the team's name); the launch policy and the
+# job-events function's ownership check read it.
+TEAM_TAG_KEY = "ftl:team"
+
+# The Batch share (fair-share identifier or quota share) of a single-team deployment's
+# service jobs; a team's jobs use the team's name.
+DEFAULT_SHARE = "default"
 
 # Where SageMaker writes training jobs' logs (streams ``<job name>/...``).
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"

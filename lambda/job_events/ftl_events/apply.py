@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ftl_events.ownership import foreign_reason
 from ftl_events.parse import Observation
 from ftl_trigger.ledger import Ledger, MonthTurned
 from ftl_trigger.usage import TeamUsage
@@ -96,6 +97,11 @@ class Recorder:
                 # Only jobs this platform started are in the ledger; never create stray items.
                 LOG.warning("job %s is not in the ledger; event ignored", name)
                 return Outcome(job_name=name, found=False)
+            foreign = foreign_reason(job, observation.owner)
+            if foreign is not None:
+                # Another team's training job that names this job: it must not change it.
+                LOG.warning("event about job %s ignored: %s", name, foreign)
+                return Outcome(job_name=name, before=job, after=job)
             plan = self._plan(job, observation.update)
             if plan is None:
                 return Outcome(job_name=name, before=job, after=job)
