@@ -79,6 +79,9 @@ def _run(events, published, prefix, capsys, order, index):
     team = f"team{index}"
     _put(events, name, team)
     sequence = life(name)
+    for event in sequence:  # Batch queued the job in its team's share
+        if event["source"] == "aws.batch":
+            event["detail"]["shareIdentifier"] = team
     capsys.readouterr()
     before = len(published.messages)
     for i in order:
