@@ -15,7 +15,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from ftl_constructs.bundling import ROOT
+from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT
 from ftl_constructs.nag import acknowledge, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 
@@ -69,9 +69,9 @@ class JobEvents(Construct):
             description="Fine-tuning job state changes -> ledger and SNS",
             # handler.py and its package ftl_events; the job model's rules (statuses, the
             # Batch and SageMaker state mapping, prices, usage, fleet metrics); and the
-            # trigger's package for its ledger, the one DynamoDB codec both functions use.
+            # ledger package both functions write the job record with (ftl_ledger).
             code_dir=ROOT / "lambda" / "job_events",
-            packages=[ROOT / "jobmodel", ROOT / "lambda" / "trigger" / "ftl_trigger"],
+            packages=[ROOT / "jobmodel", LEDGER_PACKAGE],
             encryption_key=encryption_key,
             log_retention=log_retention,
             environment={

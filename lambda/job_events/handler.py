@@ -4,8 +4,8 @@ EventBridge delivers SageMaker's ``SageMaker Training Job State Change`` and AWS
 ``Batch Service Job State Change`` events for this platform's jobs (docs/API.md, "Job
 events"). Each is parsed (``ftl_events.parse``), recorded in its job's ledger item
 (``ftl_events.apply``), and a write that was applied prints its fleet metrics and announces
-the job's end (``ftl_events.publish``). The ledger code is the trigger's (``ftl_trigger``),
-the rules the job model's (``jobmodel``), both shipped in this function's asset. Clients are
+the job's end (``ftl_events.publish``). The ledger code is ``ftl_ledger`` (the trigger
+ships it too), the rules the job model's (``jobmodel``), both in this function's asset. Clients are
 created once per container, at import (``ftl_events.dependencies``).
 """
 

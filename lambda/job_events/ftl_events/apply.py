@@ -23,8 +23,8 @@ from typing import Any
 
 from ftl_events.ownership import foreign_reason
 from ftl_events.parse import Observation
-from ftl_trigger.ledger import Ledger, MonthTurned
-from ftl_trigger.usage import TeamUsage
+from ftl_ledger.ledger import Ledger, MonthTurned
+from ftl_ledger.usage import TeamUsage
 from jobmodel import TERMINAL_STATUSES
 from jobmodel import quotas as Q
 from jobmodel.errors import Conflict

@@ -14,7 +14,7 @@ import boto3
 from botocore.config import Config
 
 from ftl_events.apply import Recorder
-from ftl_trigger.ledger import Ledger
+from ftl_ledger.ledger import Ledger
 from jobmodel.names import ENV_JOB_TABLE
 from jobmodel.platform import PlatformConfig
 

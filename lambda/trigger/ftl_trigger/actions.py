@@ -16,15 +16,15 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
+from ftl_ledger.ledger import Ledger
+from ftl_ledger.usage import TeamUsage
 from ftl_trigger import batch as service_jobs
 from ftl_trigger.adapters import Call
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
-from ftl_trigger.ledger import Ledger
 from ftl_trigger.paging import Signer
 from ftl_trigger.queue_flow import QueueFlow, is_queued_job
 from ftl_trigger.submit import SUBMITTING, SubmitFlow
-from ftl_trigger.usage import TeamUsage
 from jobmodel import (
     TERMINAL_STATUSES,
     JobModelError,

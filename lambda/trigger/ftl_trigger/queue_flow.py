@@ -16,10 +16,11 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from ftl_ledger.ledger import REVISION, MonthTurned
+
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
 from ftl_trigger.identity import Caller
-from ftl_trigger.ledger import REVISION, MonthTurned
 from jobmodel import TERMINAL_STATUSES, JobModelError, NotFound, UpstreamError
 from jobmodel.names import timestamp
 from jobmodel.pricing import cost_usd

@@ -15,9 +15,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ftl_ledger.ledger import LimitRace, MonthTurned, NameTaken, TokenTaken
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
-from ftl_trigger.ledger import LimitRace, MonthTurned, NameTaken, TokenTaken
 from ftl_trigger.queue_flow import is_queued_job
 from jobmodel import (
     JobModelError,

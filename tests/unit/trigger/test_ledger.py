@@ -12,8 +12,8 @@ from botocore.stub import Stubber
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ftl_trigger import items
-from ftl_trigger.ledger import (
+from ftl_ledger import items
+from ftl_ledger.ledger import (
     REVISION,
     Ledger,
     LimitRace,

@@ -542,7 +542,7 @@ def test_describe_writes_back_only_over_the_state_it_read(queued, prefix, monkey
 
 
 def test_ledger_write_job_conditions_removals_and_one_release(queued, prefix):
-    from ftl_trigger.ledger import Ledger
+    from ftl_ledger.ledger import Ledger
     from jobmodel import quotas
 
     resp = queued(job(prefix))

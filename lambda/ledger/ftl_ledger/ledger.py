@@ -20,7 +20,7 @@ take a team past its limits.
 Failures: a condition that does not hold is this module's own exception or a ``False``
 return, as each method says; any other DynamoDB failure is the contract's error
 (``Throttled`` or ``UpstreamError``, ``jobmodel.errors.aws_error``), naming the operation.
-The job-events function ships this package too (``ftl_constructs/job_events.py``).
+Both functions ship this package (``ftl_constructs/launcher.py``, ``job_events.py``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ftl_trigger.items import from_item, to_item, update_request
-from ftl_trigger.ledger_calls import (
+from ftl_ledger.calls import (
     LimitRace,
     MonthTurned,
     NameTaken,
@@ -37,6 +36,7 @@ from ftl_trigger.ledger_calls import (
     TokenTaken,
     dynamodb_call,
 )
+from ftl_ledger.items import from_item, to_item, update_request
 from jobmodel.names import JOB_INDEX, TEAM_INDEX
 
 __all__ = [

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from ftl_trigger.ledger import Ledger, MonthTurned
+from ftl_ledger.ledger import Ledger, MonthTurned
 from jobmodel import TERMINAL_STATUSES
 from jobmodel import quotas as Q
 from jobmodel.pricing import cost_usd
