@@ -17,7 +17,7 @@ from botocore.exceptions import (
 )
 
 from ftl_ledger.ledger import Ledger
-from ftl_ledger.usage import TeamUsage
+from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger import batch as service_jobs
 from ftl_trigger.adapters import Call
 from ftl_trigger.dependencies import Runtime
@@ -31,9 +31,10 @@ from jobmodel import (
     NotFound,
     ValidationError,
 )
-from jobmodel import fleet_metrics as FM
+from jobmodel.contract import Status
 from jobmodel.errors import CapacityError, Conflict, UpstreamError, aws_error
-from jobmodel.names import JOB_INDEX, TEAM_INDEX, timestamp
+from jobmodel.job import Change, ChangeFor
+from jobmodel.names import JOB_INDEX, TEAM_INDEX
 from jobmodel.pricing import cost_usd
 from jobmodel.queries import DESCRIBE_FIELDS, only_fields, validate_job_action, validate_list
 from jobmodel.training_state import from_training_job
@@ -44,13 +45,22 @@ QUEUE_HINT = "deploy with ftl:scheduler=queue to queue jobs until capacity frees
 # How long after its claim a job still Submitting is taken for one whose submit may have
 # started it without recording that: describe then asks the backend by the job's name.
 SUBMIT_GRACE_S = 10.0
+_WRITE_ATTEMPTS = 3  # conditional writes of one change before leaving the job as it is
 
 
 class Launcher(SubmitFlow, QueueFlow):
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.ledger = Ledger(runtime.dynamodb, runtime.table_name)
-        self.usage = TeamUsage(self.ledger, runtime.now)
+        # The one writer of existing job records (ftl_ledger.writer); the lambdas read the
+        # runtime's clock and platform when called (tests replace them).
+        self.writer = JobWriter(
+            self.ledger,
+            platform=lambda: self.rt.platform.platform_name,
+            now=lambda: self.rt.now(),
+            attempts=_WRITE_ATTEMPTS,
+        )
+        self.usage = self.writer.usage
         self.signer = Signer(self.ledger.paging_key)
 
     def dispatch(self, call: Call) -> tuple[Any, bool]:
@@ -106,19 +116,7 @@ class Launcher(SubmitFlow, QueueFlow):
             return self._refresh_queued(job)
         described = self._describe_remote(name)
         if described is not None:
-            changes = remote_fields(described)
-            if any(job.get(k) != v for k, v in changes.items()):
-                changes["updated_at"] = self._stamp()
-                before = job["status"]
-                # Conditional on the status read: a job-events write that came first wins,
-                # and only the writer that applied a status change publishes its metrics.
-                released = self._ledger_call(self.usage.finish, job, changes)
-                written = released or self._ledger_call(
-                    self.ledger.update_job, name, changes, expect_status=before
-                )
-                if written:
-                    self._transition(before, {**job, **changes}, released=released)
-            job.update(changes)
+            job = self._write(job, Change(observation=from_training_job(described)))
         return job, None
 
     def _recover_submitting(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -142,11 +140,7 @@ class Launcher(SubmitFlow, QueueFlow):
             return job
         # Recorded as started; the refresh that follows records where SageMaker is now, so
         # the start and an end are each written (and published) once.
-        job.update(status="InProgress", job_arn=described["TrainingJobArn"])
-        job["updated_at"] = self._stamp()
-        self._record_started(job)
-        fresh = self._ledger_call(self.ledger.get_job, name)
-        return fresh if fresh is not None else job
+        return self._record_start(job, self._started(described["TrainingJobArn"]))
 
     def _describe_remote(self, name: str) -> dict[str, Any] | None:
         try:
@@ -174,13 +168,10 @@ class Launcher(SubmitFlow, QueueFlow):
             self.rt.sagemaker.stop_training_job(TrainingJobName=name)
         except (ClientError, BotoCoreError) as exc:
             raise map_aws_error(exc, "StopTrainingJob") from None
-        # Conditional on the status read: the job may have ended (and its end been recorded
-        # and published by another writer) while the stop call was in flight.
-        changes = {"status": "Stopping", "updated_at": self._stamp()}
-        if self._ledger_call(self.ledger.update_job, name, changes, expect_status=job["status"]):
-            self._transition(job["status"], {**job, **changes})
-            return self._view({**job, **changes}, detail=True)
-        return self._view(self._ledger_call(self.ledger.get_job, name), detail=True)
+        # By the order rules: the job may have ended (and its end been recorded and published
+        # by another writer) while the stop call was in flight; Stopping never replaces it.
+        stopping = Change.launcher(Status.STOPPING, self._now_ms())
+        return self._view(self._write(job, stopping), detail=True)
 
     # ------------------------------------------------------------------ list
     def list_jobs(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
@@ -281,50 +272,31 @@ class Launcher(SubmitFlow, QueueFlow):
         return map_aws_error(exc, call)
 
     @staticmethod
-    def _remote_fields(described: Mapping[str, Any]) -> dict[str, Any]:
-        return remote_fields(described)
-
-    @staticmethod
     def _ambiguous(exc: Exception) -> bool:
         return _ambiguous(exc)
 
-    def _stamp(self) -> str:
-        return timestamp(self.rt.now())
+    def _now_ms(self) -> int:
+        return int(self.rt.now().timestamp() * 1000)
 
-    def _transition(
-        self, old_status: str | None, job: Mapping[str, Any], *, released: bool = False
-    ) -> None:
-        """Print the fleet metrics (EMF, ``jobmodel.fleet_metrics``) of a status change this
-        invocation wrote; Lambda sends standard output to CloudWatch Logs. ``released``: the
-        write gave a team job's usage back (its cost joined the month's spend), so the line
-        carries the team's month-to-date spend for the budget alarms, as the job-events
-        function's does."""
-        month_spend = None
-        if released and job.get("team") is not None:
-            month_spend = self._ledger_call(self.usage.month_spend, job["team"])
-        now_ms = int(self.rt.now().timestamp() * 1000)
-        line = FM.job_line(
-            old_status,
-            job,
-            platform=self.rt.platform.platform_name,
-            timestamp_ms=now_ms,
-            month_spend_usd=month_spend,
-        )
-        if line is not None:
-            print(line, flush=True)
+    def _started(self, arn: str) -> Change:
+        """The launcher's word that the backend has the job (direct mode)."""
+        return Change.launcher(Status.IN_PROGRESS, self._now_ms(), once={"job_arn": arn})
+
+    def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]:
+        """Apply ``change`` through the one writer; the record as the ledger now has it (as
+        another writer left it when the job kept changing)."""
+        try:
+            return dict(self._ledger_call(self.writer.apply, job, change).after)
+        except Contended:
+            LOG.warning("job %s kept changing; left as another writer left it", job["job_name"])
+            fresh = self._ledger_call(self.ledger.get_job, job["job_name"])
+            return fresh if fresh is not None else job
 
     def _ledger_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except (ClientError, BotoCoreError) as exc:
             raise map_aws_error(exc, "DynamoDB " + getattr(fn, "__name__", "call")) from None
-
-
-def remote_fields(described: Mapping[str, Any]) -> dict[str, Any]:
-    """Ledger fields from a DescribeTrainingJob response, by the job model's one rule
-    (``jobmodel.training_state``, which the job-events function applies to events)."""
-    fields = from_training_job(described)
-    return {k: fields[k] for k in ("status", "secondary_status", *DESCRIBE_FIELDS) if k in fields}
 
 
 def map_aws_error(exc: Exception, call: str) -> JobModelError:

@@ -4,39 +4,31 @@ Submit claims the job exactly as in direct mode, then hands the rendered request
 as a service job instead of calling CreateTrainingJob. Describe refreshes a waiting job from
 DescribeServiceJob and, once SageMaker has the job (named ``training_job_name`` by Batch),
 follows it with DescribeTrainingJob. Stop terminates the service job. Every ledger write goes
-through ``jobmodel.queue_state.merge`` and is conditional on the status read, so the launcher
-and the job-events function can write in any order. ``QueueFlow`` is mixed into
-``actions.Launcher``, which provides ``rt``, ``ledger``, ``usage`` and the helpers.
+through the one writer (``ftl_ledger.writer``: the order rules, conditional on the record
+read), so the launcher and the job-events function can write in any order. ``QueueFlow`` is
+mixed into ``actions.Launcher``, which provides ``rt``, ``ledger``, ``usage`` and the helpers.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
-
-from ftl_ledger.ledger import REVISION, MonthTurned
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
 from ftl_trigger.identity import Caller
 from jobmodel import TERMINAL_STATUSES, JobModelError, NotFound, UpstreamError
+from jobmodel.contract import Status
+from jobmodel.job import Change
 from jobmodel.names import timestamp
-from jobmodel.pricing import cost_usd
-from jobmodel.queue_state import classify_reason, merge, waited_seconds
+from jobmodel.queue_state import classify_reason, waited_seconds
+from jobmodel.training_state import from_training_job
 
 LOG = logging.getLogger("ftl.trigger")
 WAITING = ("Queued", "Scheduled")  # statuses Batch still decides
 _BATCH_WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
-_WRITE_ATTEMPTS = 3
-# Attributes that only say when and by whom a state was seen: a change in these alone is
-# not written (every DescribeTrainingJob is a new observation of the same state).
-_BOOKKEEPING = frozenset({"status_source", "status_observed_ms", "batch_observed_ms"})
-# What DescribeTrainingJob says beyond the status; written as SageMaker reports it.
-_SAGEMAKER_FIELDS = ("secondary_status", "billable_seconds", "training_seconds")
-_SAGEMAKER_FIELDS += ("spot_savings_percent",)
-Update = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
 def epoch_ms(moment: datetime) -> int:
@@ -106,7 +98,7 @@ class QueueFlow:
         }
         once = {"batch_job_arn": queued.get("jobArn") or None, "queued_at": timestamp(now)}
         try:
-            return self._apply(job, update, once=once)
+            return self._write(job, Change(update, once))
         except JobModelError as err:
             LOG.warning("job %s queued but the ledger update failed: %s", job["job_name"], err)
             return {**job, **update, **once}
@@ -127,20 +119,15 @@ class QueueFlow:
                 return job, None
             position = state.pop("queue_position", None)
             state.pop("job_name", None)
-            job = self._apply(job, state, once={"job_arn": state.get("training_job_arn")})
+            job = self._write(job, Change(state, {"job_arn": state.get("training_job_arn")}))
         name = job.get("training_job_name")
         if job["status"] in TERMINAL_STATUSES or job["status"] == "Queued" or not name:
             return job, position
         described = self._describe_remote(name)
         if described is not None:
-            fields = self._remote_fields(described)
-            update = {
-                **fields,
-                "status_source": "sagemaker",
-                "status_observed_ms": epoch_ms(self.rt.now()),
-            }
-            also = {k: fields.get(k) for k in _SAGEMAKER_FIELDS if fields.get(k) is not None}
-            job = self._apply(job, update, also=also)
+            # Observed now: Batch's state of the same job was stamped when it was asked.
+            update = {**from_training_job(described), "status_observed_ms": epoch_ms(self.rt.now())}
+            job = self._write(job, Change(update))
         return job, position
 
     # ------------------------------------------------------------------ stop
@@ -154,14 +141,13 @@ class QueueFlow:
             )
         service_jobs.terminate(self.rt.batch, job["batch_job_id"], requested_by=caller.principal)
 
-        def stopped(current: Mapping[str, Any]) -> dict[str, Any]:
+        def stopped(current: Mapping[str, Any]) -> Change:
             now = epoch_ms(self.rt.now())
-            base = {"status_source": "launcher", "status_observed_ms": now}
-            if current.get("status") == "Queued":
-                return {**base, "status": "Stopped", "dequeued_ms": now}
-            return {**base, "status": "Stopping"}
+            if current.get("status") == Status.QUEUED:
+                return Change.launcher(Status.STOPPED, now, once={"dequeued_ms": now})
+            return Change.launcher(Status.STOPPING, now)
 
-        return self._apply(job, stopped)
+        return self._write(job, stopped)
 
     # ------------------------------------------------------------------ list
     def _positions(self, items: list[Mapping[str, Any]]) -> dict[str, int]:
@@ -202,59 +188,3 @@ class QueueFlow:
         now_ms = epoch_ms(self.rt.now()) if job["status"] == "Queued" else None
         seconds = waited_seconds(job, now_ms=now_ms)
         return None if seconds is None else round(seconds, 3)
-
-    # ---------------------------------------------------------------- writes
-    def _apply(
-        self,
-        job: dict[str, Any],
-        update: Update,
-        *,
-        once: Mapping[str, Any] | None = None,
-        also: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Merge ``update`` (``queue_state.merge``) into the job's record and write what
-        changed, conditional on the status read; on a concurrent change read and merge again.
-        ``once``: attributes set only where absent; ``also``: attributes written as given. A
-        terminal status gives the team's usage back, once. Returns the record as written."""
-        name = job["job_name"]
-        for _ in range(_WRITE_ATTEMPTS):
-            wanted = update(job) if callable(update) else update
-            changes = merge(job, wanted)
-            changes.update(
-                {k: v for k, v in (once or {}).items() if v is not None and job.get(k) is None}
-            )
-            changes.update({k: v for k, v in (also or {}).items() if job.get(k) != v})
-            if changes.keys() <= _BOOKKEEPING:
-                return job
-            changes["updated_at"] = self._stamp()
-            release = None
-            status = changes.get("status", job["status"])
-            if status in TERMINAL_STATUSES:
-                billable = changes.get("billable_seconds", job.get("billable_seconds"))
-                cost = cost_usd(job.get("price_usd_per_hour"), int(job["instance_count"]), billable)
-                if cost is not None:
-                    changes["cost_usd"] = cost
-                if job.get("team") is not None and not job.get("usage_released"):
-                    release = self._ledger_call(self.usage.release_update, job, cost)
-            expect = {
-                k: job.get(k) for k in ("status", "status_source", "status_observed_ms", REVISION)
-            }
-            try:
-                written = self._ledger_call(
-                    self.ledger.write_job, name, changes, expect=expect, release=release
-                )
-            except MonthTurned:
-                continue
-            if written:
-                merged = {**job, **changes}
-                if release is not None:
-                    merged["usage_released"] = True
-                merged = {k: v for k, v in merged.items() if v is not None}
-                self._transition(job["status"], merged, released=release is not None)
-                return merged
-            fresh = self._ledger_call(self.ledger.get_job, name)
-            if fresh is None:
-                raise NotFound(f"no job named {name} in the ledger", field="job_name")
-            job = fresh
-        LOG.warning("job %s kept changing; left as another writer left it", name)
-        return job

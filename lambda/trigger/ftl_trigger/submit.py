@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ftl_ledger.ledger import LimitRace, MonthTurned, NameTaken, TokenTaken
+from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
 from ftl_trigger.queue_flow import is_queued_job
@@ -30,11 +30,14 @@ from jobmodel import (
     validate_submit,
 )
 from jobmodel import quotas as Q
+from jobmodel.contract import Status
+from jobmodel.job import Change, overlay
 from jobmodel.pricing import estimate_max_cost_usd
 from jobmodel.request import SubmitRequest
+from jobmodel.training_state import from_training_job
 
 LOG = logging.getLogger("ftl.trigger")
-SUBMITTING = "Submitting"
+SUBMITTING = Status.SUBMITTING
 # How long a duplicate waits for the first request of a client token to finish creating its
 # job before it completes the creation itself (same job name, so never a second job).
 WAIT_FOR_PEER_S = 5.0
@@ -256,56 +259,31 @@ class SubmitFlow:
                     return self._adopt_existing(job, described)
             self._record_failed(job, error)
             raise error from None
-        job.update(status="InProgress", job_arn=arn, updated_at=self._stamp())
-        self._record_started(job)
-        return self._view(job)
+        return self._view(self._record_start(job, self._started(arn)))
 
     def _record_failed(self, job: dict[str, Any], error: JobModelError) -> None:
-        values = {
-            "status": "FailedToStart",
-            "error_type": error.type,
-            "failure_reason": error.message,
-            "updated_at": self._stamp(),
-        }
-        for _ in range(3):
-            release = None
-            if job.get("team") is not None and not job.get("usage_released"):
-                release = self._ledger_call(self.usage.release_update, job, None)
-            try:
-                self._ledger_call(
-                    self.ledger.fail_job,
-                    job["job_name"],
-                    values,
-                    job.get("client_token"),
-                    team=job.get("team"),
-                    release=release,
-                )
-                self._transition(job["status"], {**job, **values})
-                return
-            except MonthTurned:
-                continue
+        """Record a start that failed (``FailedToStart``), free the client token so the same
+        request can be retried, and give the team's usage back: one write (the writer's)."""
+        failed = Change.launcher(
+            Status.FAILED_TO_START,
+            self._now_ms(),
+            reason=error.message,
+            also={"error_type": error.type},
+            free_token=True,
+        )
+        self._write(job, failed)
 
-    def _record_started(self, job: dict[str, Any]) -> None:
-        """Mark the claimed job started. The job exists whatever happens here, so a ledger
-        failure is logged, not returned: the job-events handler and any replay of the token
-        bring the record up to date."""
+    def _record_start(self, job: dict[str, Any], change: Change) -> dict[str, Any]:
+        """Record that the backend has the claimed job. The job exists whatever happens
+        here, so a ledger failure is logged, not returned: the job events, a replay of the
+        token or a describe after the grace (``actions.SUBMIT_GRACE_S``) repair the record."""
         try:
-            written = self._ledger_call(
-                self.ledger.update_job,
-                job["job_name"],
-                {
-                    "status": job["status"],
-                    "job_arn": job["job_arn"],
-                    "updated_at": job["updated_at"],
-                },
-                expect_status=SUBMITTING,
-            )
-            if written:
-                self._transition(SUBMITTING, job)
+            return self._write(job, change)
         except JobModelError as err:
             LOG.warning(
                 "job %s started but the ledger update failed: %s", job["job_name"], err.message
             )
+            return overlay(job, {**change.once, **change.observation})
 
     def _adopt_existing(
         self, job: dict[str, Any], described: Mapping[str, Any] | None = None
@@ -313,13 +291,8 @@ class SubmitFlow:
         described = described or self._describe_remote(job["job_name"])
         if described is None:
             raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
-        job.update(
-            status=described["TrainingJobStatus"],
-            job_arn=described["TrainingJobArn"],
-            updated_at=self._stamp(),
-        )
-        self._record_started(job)
-        return self._view(job)
+        # What SageMaker says of the job, as a describe would record it.
+        return self._view(self._record_start(job, Change(from_training_job(described))))
 
     def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
         if token["fingerprint"] != fingerprint:

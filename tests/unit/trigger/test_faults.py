@@ -330,8 +330,9 @@ def test_a_lost_token_race_where_the_winner_freed_the_token_claims_again(launche
 
 
 def test_a_failed_status_condition_after_create_still_answers_with_the_job(launcher, prefix):
-    """The job-events handler (or a peer) moved the job on first: the conditional update
-    from Submitting fails, and the caller still gets the job it started."""
+    """The conditional write of the start fails as if another writer had moved the job on
+    first: the one writer reads the job again and plans again (here nothing had moved, so the
+    second write applies), and the caller gets the job it started."""
     fault = Inject(
         launcher,
         "dynamodb",
@@ -341,9 +342,11 @@ def test_a_failed_status_condition_after_create_still_answers_with_the_job(launc
     )
     with fault:
         resp = launcher(request_for(prefix))
-    assert fault.sent == 1
+    assert fault.sent == 2
     assert resp["status"] == "InProgress"
     assert jobs(launcher, prefix) == [resp["job_name"]]
+    (job,) = jobs_in_ledger(launcher)
+    assert job["status"]["S"] == "InProgress" and job["revision"]["N"] == "1"
 
 
 @pytest.mark.parametrize(

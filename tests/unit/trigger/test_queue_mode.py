@@ -558,7 +558,9 @@ def test_ledger_write_job_conditions_removals_and_one_release(queued, prefix):
     month = quotas.month_of(queued.module.RUNTIME.now())
     assert ledger.put_if_absent(quotas.usage_item(queued.table, "alpha", month))
     release = quotas.release_update(queued.table, "alpha", month, count=1, estimate=1.0, cost=None)
-    assert ledger.write_job(name, {"status": "Stopped"}, expect={}, release=release)
-    assert not ledger.write_job(name, {"status": "Stopped"}, expect={}, release=release)
+    read = {"revision": ledger.get_job(name)["revision"]}
+    stopped = {"status": "Stopped", "usage_released": True}
+    assert ledger.write_job(name, stopped, expect=read, usage=release)
+    assert not ledger.write_job(name, stopped, expect=read, usage=release)  # stale read
     assert ledger.get_job(name)["usage_released"] is True
     assert ledger.get_usage("alpha")["instances"] == -1  # given back once
