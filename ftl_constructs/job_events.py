@@ -18,6 +18,7 @@ from constructs import Construct
 from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT
 from ftl_constructs.nag import acknowledge, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
+from jobmodel.names import ENV_JOB_TABLE, ENV_TOPIC_ARN
 
 EVENT_DETAIL_TYPE = "SageMaker Training Job State Change"
 BATCH_EVENT_SOURCE = "aws.batch"
@@ -75,8 +76,8 @@ class JobEvents(Construct):
             encryption_key=encryption_key,
             log_retention=log_retention,
             environment={
-                "FTL_JOB_TABLE": table.table_name,
-                "FTL_TOPIC_ARN": self.topic.topic_arn,
+                ENV_JOB_TABLE: table.table_name,
+                ENV_TOPIC_ARN: self.topic.topic_arn,
                 **(environment or {}),
             },
             dead_letter_queue=self.dead_letter_queue,

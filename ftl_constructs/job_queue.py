@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from aws_cdk import ArnFormat, Stack, aws_batch, aws_iam
 from constructs import Construct
 
+from jobmodel.names import DEFAULT_SHARE
 from jobmodel.queue_state import HEAD_LIMIT_REASONS, QUOTA_LIMIT_REASON
 from jobmodel.scheduler import SHARE_DECAY_SECONDS
 from jobmodel.teams import TeamsConfig
@@ -54,7 +55,6 @@ from .settings import QueueSettings
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
 # Batch names the SageMaker job it starts ``AWSBatch<jobName><32 hex>`` (docs/QUEUE.md).
 BATCH_TRAINING_JOB_PREFIX = "AWSBatch"
-DEFAULT_SHARE = "default"  # the one share of a single-team deployment
 MIN_WEIGHT_FACTOR, MAX_WEIGHT_FACTOR = 0.0001, 999.9999
 
 

@@ -34,6 +34,7 @@ from jobmodel.names import (
     ENV_PLATFORM_NAME,
     ENV_PRICES,
     ENV_TEAM_ROLES,
+    HTTP_ALIAS,
     JOB_INDEX,
     TEAM_INDEX,
 )
@@ -42,7 +43,6 @@ from jobmodel.routes import ROUTES
 from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
 
-HTTP_ALIAS = "http"
 # Queue mode keeps these launch statements (Batch, not the trigger, creates the jobs).
 QUEUE_MODE_STATEMENTS = ("ReadPlatformJobs", "StopPlatformJobs")
 

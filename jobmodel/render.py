@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import _rules as R
+from . import names as N
 from .errors import TemplateError, ValidationError
 from .instances import INSTANCE_TYPES, efa_environment
 from .platform import PlatformConfig
@@ -166,15 +167,15 @@ def _tags(
     merged.update(template.tags)
     merged.update(req.tags)
     merged[platform.platform_tag_key] = platform.platform_name
-    merged["ftl:template"] = template.name
+    merged[N.TEMPLATE_TAG_KEY] = template.name
     if req.client_token:
-        merged["ftl:client-token"] = req.client_token
+        merged[N.CLIENT_TOKEN_TAG_KEY] = req.client_token
     if team is not None:
-        merged["ftl:team"] = team
+        merged[N.TEAM_TAG_KEY] = team
     if requested_by:
         who = R.sanitize_tag_value(requested_by)
         if who:
-            merged["ftl:requested-by"] = who
+            merged[N.REQUESTED_BY_TAG_KEY] = who
     return [{"Key": k, "Value": v} for k, v in merged.items()]
 
 

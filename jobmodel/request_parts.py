@@ -11,6 +11,7 @@ from typing import Any
 from . import _rules as R
 from .errors import NotFound, ValidationError
 from .instances import INSTANCE_TYPES
+from .names import launcher_tag_count
 from .platform import PlatformConfig
 from .teams import Team
 from .templates import TemplateSpec, _json_type, check_override
@@ -277,9 +278,8 @@ def tags(
                     field_name, f"{field_name}: tag {key!r} is set by the platform"
                 )
             tags[key] = value
-        total = len(platform_tags.keys() | spec.tags.keys() | tags.keys()) + R.LAUNCHER_TAG_COUNT
-        total += 0 if team is None else 1  # ftl:team
-        total += 1 if queued else 0  # ftl:job-name (names.JOB_NAME_TAG_KEY)
+        total = len(platform_tags.keys() | spec.tags.keys() | tags.keys())
+        total += launcher_tag_count(team=team is not None, queued=queued)
         if total > R.MAX_TAGS:
             raise ValidationError(
                 "tags",

@@ -15,11 +15,9 @@ from botocore.config import Config
 
 from ftl_events.apply import Recorder
 from ftl_ledger.ledger import Ledger
-from jobmodel.names import ENV_JOB_TABLE
+from jobmodel.names import ENV_JOB_TABLE, ENV_PLATFORM_NAME, ENV_TOPIC_ARN
 from jobmodel.platform import PlatformConfig
 
-ENV_TOPIC_ARN = "FTL_TOPIC_ARN"
-ENV_PLATFORM_NAME = "FTL_PLATFORM_NAME"  # as PlatformConfig.to_env writes it
 CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})
 
 
