@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import _rules as R
+from .distribution_kinds import KINDS
 from .errors import NotFound, ValidationError
 from .instances import INSTANCE_TYPES
 from .names import launcher_tag_count
@@ -121,8 +122,8 @@ def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]
     count = _bounded_int(
         payload, "instance_count", spec.default_instance_count, spec.max_instance_count, spec.name
     )
-    kind = spec.distribution.kind
-    if count > 1 and kind == "none":
+    kind = KINDS[spec.distribution.kind]
+    if count > 1 and not kind.multi_node:
         raise ValidationError(
             "instance_count",
             f"instance_count above 1 needs a distributed template; {spec.name} has distribution "
@@ -133,7 +134,7 @@ def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]
         raise ValidationError(
             "instance_type", f"instance_type {instance_type} is not in the instance catalog"
         )
-    if kind == "smddp" and not itype.smddp:
+    if kind.needs_smddp and not itype.smddp:
         raise ValidationError(
             "instance_type",
             f"instance_type {instance_type} does not support smddp, which template {spec.name} "

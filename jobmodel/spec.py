@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ._shapes import check_keys, freeze_map, freeze_seq
+from .distribution_kinds import KINDS
 from .errors import TemplateError
 from .hyperparameters import HyperparameterRule
 
@@ -28,7 +29,7 @@ __all__ = [
     "TemplateSpec",
 ]
 
-DISTRIBUTION_KINDS = ("none", "torchrun", "smddp", "smp", "mpi", "smp-v2")
+DISTRIBUTION_KINDS = tuple(KINDS)  # one row each in ``distribution_kinds.KINDS``
 INPUT_MODES = ("File", "FastFile", "Pipe")
 S3_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
 
