@@ -18,8 +18,8 @@ from botocore.exceptions import (
 
 from ftl_ledger.ledger import Ledger
 from ftl_ledger.writer import Contended, JobWriter
-from ftl_trigger import batch as service_jobs
 from ftl_trigger.adapters import Call
+from ftl_trigger.backend import BACKENDS, Backend, choose
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
 from ftl_trigger.paging import Signer
@@ -62,6 +62,8 @@ class Launcher(SubmitFlow, QueueFlow):
         )
         self.usage = self.writer.usage
         self.signer = Signer(self.ledger.paging_key)
+        # How claimed jobs get capacity: chosen once, from the scheduler configuration.
+        self.backend: Backend = choose(self, runtime.scheduler)
 
     def dispatch(self, call: Call) -> tuple[Any, bool]:
         """Run one action; returns the contract object and whether a new job was created."""
@@ -128,19 +130,10 @@ class Launcher(SubmitFlow, QueueFlow):
         created = datetime.fromisoformat(str(job["created_at"]).replace("Z", "+00:00"))
         if (self.rt.now() - created).total_seconds() < SUBMIT_GRACE_S:
             return job
-        name = job["job_name"]
-        if is_queued_job(job):
-            if self.rt.batch is None:
-                return job
-            queue = str(self.rt.scheduler.job_queue_arn)
-            found = service_jobs.find_by_name(self.rt.batch, queue, name)
-            return job if found is None else self._record_queued(job, found)
-        described = self._describe_remote(name)
-        if described is None:
+        try:
+            return self._backend_of(job).recover(job)
+        except UpstreamError:  # claimed for a backend this platform no longer has
             return job
-        # Recorded as started; the refresh that follows records where SageMaker is now, so
-        # the start and an end are each written (and published) once.
-        return self._record_start(job, self._started(described["TrainingJobArn"]))
 
     def _describe_remote(self, name: str) -> dict[str, Any] | None:
         try:
@@ -278,9 +271,16 @@ class Launcher(SubmitFlow, QueueFlow):
     def _now_ms(self) -> int:
         return int(self.rt.now().timestamp() * 1000)
 
-    def _started(self, arn: str) -> Change:
-        """The launcher's word that the backend has the job (direct mode)."""
-        return Change.launcher(Status.IN_PROGRESS, self._now_ms(), once={"job_arn": arn})
+    def _backend_of(self, job: dict[str, Any]) -> Backend:
+        """The backend a claimed job was claimed for: this platform's, or (a claim from
+        before the platform changed its scheduler) the one that owns it."""
+        if self.backend.owns(job):
+            return self.backend
+        for kind in BACKENDS.values():
+            other = kind(self)
+            if other.owns(job):
+                return other
+        raise UpstreamError(f"no backend starts job {job['job_name']}")  # pragma: no cover
 
     def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]:
         """Apply ``change`` through the one writer; the record as the ledger now has it (as

@@ -1,7 +1,8 @@
 """Queue mode (``FTL_SCHEDULER=queue``, docs/QUEUE.md) in the launcher's actions.
 
-Submit claims the job exactly as in direct mode, then hands the rendered request to AWS Batch
-as a service job instead of calling CreateTrainingJob. Describe refreshes a waiting job from
+Submit claims the job exactly as in direct mode; the queue backend (``backend_queue``) hands
+the rendered request to AWS Batch as a service job instead of calling CreateTrainingJob.
+Describe refreshes a waiting job from
 DescribeServiceJob and, once SageMaker has the job (named ``training_job_name`` by Batch),
 follows it with DescribeTrainingJob. Stop terminates the service job. Every ledger write goes
 through the one writer (``ftl_ledger.writer``: the order rules, conditional on the record
@@ -13,16 +14,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
+from ftl_trigger.backend_queue import epoch_ms, is_queued_job
 from ftl_trigger.identity import Caller
-from jobmodel import TERMINAL_STATUSES, JobModelError, NotFound, UpstreamError
+from jobmodel import TERMINAL_STATUSES, NotFound, UpstreamError
 from jobmodel.contract import Status
 from jobmodel.job import Change
-from jobmodel.names import timestamp
 from jobmodel.queue_state import classify_reason, waited_seconds
 from jobmodel.training_state import from_training_job
 
@@ -31,77 +31,8 @@ WAITING = ("Queued", "Scheduled")  # statuses Batch still decides
 _BATCH_WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
 
 
-def epoch_ms(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
-
-
-def is_queued_job(job: Mapping[str, Any]) -> bool:
-    """A job submitted in queue mode (it carries a Batch priority from its claim on)."""
-    return job.get("priority") is not None or job.get("batch_job_id") is not None
-
-
 class QueueFlow:
     """Queue mode's steps; mixed into ``actions.Launcher``."""
-
-    # ---------------------------------------------------------------- submit
-    def _service_request(self, job: Mapping[str, Any], rendered: Mapping[str, Any]) -> dict:
-        """SubmitServiceJob's parameters for a job; ``ValidationError`` on ``request`` when
-        the payload is over Batch's 10 KiB (checked before the job is claimed)."""
-        sched = self.rt.scheduler
-        return service_jobs.service_job_request(
-            rendered,
-            job_queue=str(sched.job_queue_arn),
-            job_name=job["job_name"],
-            # The caller's token, or the job's own name when it has none: a replay of the
-            # same claim resubmits with the same clientToken, so Batch queues one job.
-            client_token=job.get("client_token") or f"job:{job['job_name']}",
-            team=job.get("team"),
-            priority=int(job["priority"]),
-            tags={t["Key"]: t["Value"] for t in rendered.get("Tags", [])},
-            share_policy=sched.share_policy,
-        )
-
-    def _enqueue(self, job: dict[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any]:
-        """Queue a claimed job; a failure frees its token as a failed create does."""
-        client = self.rt.batch
-        try:
-            queued = service_jobs.submit(client, self._service_request(job, rendered))
-        except service_jobs.SubmitUncertain as error:
-            try:
-                queue = str(self.rt.scheduler.job_queue_arn)
-                queued = service_jobs.find_by_name(client, queue, job["job_name"])
-            except JobModelError:
-                # Cannot tell: keep the claim, so a replay of the token resubmits with the
-                # same clientToken (Batch then answers with the job it may have queued).
-                raise error from None
-            if queued is None:
-                self._record_failed(job, error)
-                raise error from None
-        except JobModelError as error:
-            self._record_failed(job, error)
-            raise
-        return self._view(self._record_queued(job, queued))
-
-    def _record_queued(self, job: dict[str, Any], queued: Mapping[str, Any]) -> dict[str, Any]:
-        """Record that Batch queued the job (``queued``: ``{"jobId", "jobArn"}``); a ledger
-        failure is logged, not raised: the job is queued whatever happens here."""
-        now = self.rt.now()
-        update = {
-            "status": "Queued",
-            "status_source": "launcher",
-            "status_observed_ms": epoch_ms(now),
-            "batch_job_id": queued["jobId"],
-            "queued_ms": epoch_ms(now),
-            "queue_reason": classify_reason(None),
-        }
-        once = {"batch_job_arn": queued.get("jobArn") or None, "queued_at": timestamp(now)}
-        try:
-            return self._write(job, Change(update, once))
-        except JobModelError as err:
-            LOG.warning("job %s queued but the ledger update failed: %s", job["job_name"], err)
-            return {**job, **update, **once}
 
     # -------------------------------------------------------------- describe
     def _refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], int | None]:

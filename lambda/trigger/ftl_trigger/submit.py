@@ -1,8 +1,8 @@
 """Submit: validate, check the team's limits, claim the job in the ledger, start it.
 
-``start_job`` is the one step that talks to the training backend in direct mode (SageMaker
-``CreateTrainingJob``); in queue mode (``FTL_SCHEDULER=queue``) the claimed job goes to AWS
-Batch instead (``queue_flow.QueueFlow._enqueue``). Everything before it is the same.
+Starting the claimed job is the backend's (``ftl_trigger.backend``: SageMaker's
+``CreateTrainingJob`` in direct mode, an AWS Batch service job in queue mode), chosen once
+from the scheduler configuration. Everything before it is the same.
 """
 
 from __future__ import annotations
@@ -13,12 +13,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
-from ftl_trigger.queue_flow import is_queued_job
 from jobmodel import (
     JobModelError,
     ValidationError,
@@ -34,7 +31,6 @@ from jobmodel.contract import Status
 from jobmodel.job import Change, overlay
 from jobmodel.pricing import estimate_max_cost_usd
 from jobmodel.request import SubmitRequest
-from jobmodel.training_state import from_training_job
 
 LOG = logging.getLogger("ftl.trigger")
 SUBMITTING = Status.SUBMITTING
@@ -44,11 +40,6 @@ WAIT_FOR_PEER_S = 5.0
 NAME_ATTEMPTS = 3
 # A claim that lost a race for the team's usage is checked and tried again, at most this often.
 MAX_RACES = 50
-
-
-def start_job(sagemaker: Any, rendered: Mapping[str, Any]) -> str:
-    """Start the rendered job on the backend; returns its ARN (the one backend-specific step)."""
-    return sagemaker.create_training_job(**rendered)["TrainingJobArn"]
 
 
 class SubmitFlow:
@@ -78,8 +69,7 @@ class SubmitFlow:
         names = races = 0
         while names < NAME_ATTEMPTS:
             job, rendered, token = self._new_job(req, caller, fingerprint, price, estimate, reason)
-            if self.rt.scheduler.queued:
-                self._service_request(job, rendered)  # the 10 KiB check, before any write
+            self.backend.check(job, rendered)  # e.g. queue mode's 10 KiB, before any write
             usage = None
             if team is not None:
                 # The check read only; a month the item still holds from before is started
@@ -207,8 +197,7 @@ class SubmitFlow:
         checks: list[dict[str, Any]],
     ) -> dict[str, Any]:
         job, rendered, _ = self._new_job(req, caller, req.fingerprint(), price, estimate, reason)
-        if self.rt.scheduler.queued:
-            self._service_request(job, rendered)  # a real submit would refuse it here
+        self.backend.check(job, rendered)  # a real submit would refuse it here
         view = self._view({**job, "status": "DryRun"})
         for key in ("job_arn", "console_url", "batch_job_id", "queued_at"):
             view.pop(key, None)
@@ -226,40 +215,10 @@ class SubmitFlow:
             "create_training_job": rendered,
         }
 
-    # ------------------------------------------------------- create / adopt
+    # ------------------------------------------------------------------ start
     def _start(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
-        """Start a claimed job: queue it (claimed in queue mode) or create it."""
-        if not is_queued_job(job):
-            return self._create(job, rendered)
-        if self.rt.batch is None:
-            raise UpstreamError(
-                f"job {job['job_name']} was claimed for the job queue but this platform no "
-                "longer queues jobs (ftl:scheduler); submit again with a new client_token"
-            )
-        return self._enqueue(job, rendered)
-
-    def _create(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
-        name = job["job_name"]
-        try:
-            arn = start_job(self.rt.sagemaker, rendered)
-        except (ClientError, BotoCoreError) as exc:
-            if _code(exc) == "ResourceInUse":
-                # Only a peer completing the same claimed job can have taken this name.
-                return self._adopt_existing(job)
-            error = self._map_error(exc, "CreateTrainingJob")
-            if self._ambiguous(exc):
-                # A timeout or 5xx may hide a job SageMaker did create: look before failing.
-                try:
-                    described = self._describe_remote(name)
-                except JobModelError:
-                    # Cannot tell: keep the claim, so a replay of the token finishes it with
-                    # the same job name (and never starts a second job).
-                    raise error from None
-                if described is not None:
-                    return self._adopt_existing(job, described)
-            self._record_failed(job, error)
-            raise error from None
-        return self._view(self._record_start(job, self._started(arn)))
+        """Start a claimed job with the backend it was claimed for."""
+        return self._view(self._backend_of(job).start(job, rendered))
 
     def _record_failed(self, job: dict[str, Any], error: JobModelError) -> None:
         """Record a start that failed (``FailedToStart``), free the client token so the same
@@ -285,15 +244,6 @@ class SubmitFlow:
             )
             return overlay(job, {**change.once, **change.observation})
 
-    def _adopt_existing(
-        self, job: dict[str, Any], described: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        described = described or self._describe_remote(job["job_name"])
-        if described is None:
-            raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
-        # What SageMaker says of the job, as a describe would record it.
-        return self._view(self._record_start(job, Change(from_training_job(described))))
-
     def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
         if token["fingerprint"] != fingerprint:
             raise Conflict(
@@ -318,9 +268,3 @@ class SubmitFlow:
         # The first request stopped between its ledger write and SageMaker's (or Batch's)
         # answer, or is slow: finish its work with the very same rendered request and job name.
         return self._start(job, json.loads(job["rendered"]))
-
-
-def _code(exc: Exception) -> str:
-    if isinstance(exc, ClientError):
-        return exc.response.get("Error", {}).get("Code", "")
-    return ""

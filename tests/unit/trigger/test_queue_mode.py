@@ -564,3 +564,14 @@ def test_ledger_write_job_conditions_removals_and_one_release(queued, prefix):
     assert not ledger.write_job(name, stopped, expect=read, usage=release)  # stale read
     assert ledger.get_job(name)["usage_released"] is True
     assert ledger.get_usage("alpha")["instances"] == -1  # given back once
+
+
+def test_the_backend_is_chosen_once_from_the_scheduler(launcher, queued):
+    """Starting a claimed job is one interface (ftl_trigger.backend) with one module per
+    way of getting capacity, picked from FTL_SCHEDULER when the container starts."""
+    from ftl_trigger.backend import BACKENDS
+    from jobmodel.scheduler import SCHEDULERS
+
+    assert set(BACKENDS) == set(SCHEDULERS)
+    assert launcher.module.LAUNCHER.backend.name == "direct"
+    assert queued.module.LAUNCHER.backend.name == "queue"

@@ -253,9 +253,12 @@ def test_whoami_on_both_doors(teams):
 
 
 def test_stop_of_a_job_still_submitting_is_a_conflict(teams, prefix, monkeypatch):
-    from ftl_trigger import submit
+    from ftl_trigger import backend_direct
 
-    monkeypatch.setattr(submit, "start_job", lambda sm, rendered: (_ for _ in ()).throw(SystemExit))
+    def crash(sm, rendered):
+        raise SystemExit
+
+    monkeypatch.setattr(backend_direct, "start_job", crash)
     with pytest.raises(SystemExit):
         teams(job(prefix), alias="team-alpha")
     (item,) = [i for i in teams.ledger_items() if i["pk"]["S"].startswith("job#")]
