@@ -51,6 +51,8 @@ class Status(StrEnum):
     @classmethod
     def rank_of(cls, status: str | None) -> int:
         """The rank of a status as stored (-1 for none or one not in the contract)."""
+        if status is None:
+            return -1
         try:
             return cls(status).rank
         except ValueError:

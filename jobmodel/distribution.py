@@ -223,11 +223,12 @@ def _check_smp_v1(spec: TemplateSpec) -> None:
 
 
 def _smp_v2_value_problem(key: str, value: Any) -> str | None:
-    want = SMP_V2_PARAMETERS.get(key)
+    want: type | None = SMP_V2_PARAMETERS.get(key)
     if want is None:
         known = ", ".join(SMP_V2_PARAMETERS)
         return f"mp_parameters key {key!r} is not an SMP v2 setting (one of {known})"
-    if type(value) is not want:
+    exact = type(value) is want  # a flag, not a narrowing: value stays a JSON scalar (Any)
+    if not exact:
         return f"mp_parameters {key} must be {'true or false' if want is bool else 'an integer'}"
     if key in _SMP_V2_DEGREES and value < 1:
         return f"mp_parameters {key} must be at least 1, got {value}"

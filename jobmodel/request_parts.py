@@ -11,11 +11,12 @@ from typing import Any
 from . import _rules as R
 from .distribution_kinds import KINDS
 from .errors import NotFound, ValidationError
+from .hyperparameters import json_type as _json_type
 from .instances import INSTANCE_TYPES
 from .names import launcher_tag_count
 from .platform import PlatformConfig
 from .teams import Team
-from .templates import TemplateSpec, _json_type, check_override
+from .templates import TemplateSpec, check_override
 
 
 def check_fields(payload: Any, allowed: frozenset[str]) -> None:
@@ -311,7 +312,7 @@ def priority(payload: Mapping[str, Any], spec: TemplateSpec, *, queued: bool) ->
             "priority",
             f"priority must be from {low} to {high} for template {spec.name}, got {value}",
         )
-    return value
+    return int(value)
 
 
 def flags(payload: Mapping[str, Any]) -> tuple[str | None, bool]:
@@ -359,7 +360,7 @@ def _bounded_int(
             field_name,
             f"{field_name} must be between 1 and {high} for template {template}, got {value}",
         )
-    return value
+    return int(value)
 
 
 def _require_mapping(field_name: str, value: Any) -> Mapping[Any, Any]:

@@ -111,7 +111,7 @@ class Ledger:
         }
         if self.put_if_absent(put):
             return bytes.fromhex(fresh)
-        return bytes.fromhex(self._get("secret#paging")["key"])
+        return bytes.fromhex((self._get("secret#paging") or {})["key"])
 
     # ----------------------------------------------------------------- claim
     def claim(

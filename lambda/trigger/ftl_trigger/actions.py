@@ -20,10 +20,11 @@ from ftl_ledger.ledger import Ledger
 from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.adapters import Call
 from ftl_trigger.backend import BACKENDS, Backend, choose
+from ftl_trigger.backend_queue import is_queued_job
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
 from ftl_trigger.paging import Signer
-from ftl_trigger.queue_flow import QueueFlow, is_queued_job
+from ftl_trigger.queue_flow import QueueFlow
 from ftl_trigger.submit import SUBMITTING, SubmitFlow
 from jobmodel import (
     TERMINAL_STATUSES,
@@ -137,7 +138,10 @@ class Launcher(SubmitFlow, QueueFlow):
 
     def _describe_remote(self, name: str) -> dict[str, Any] | None:
         try:
-            return self.rt.sagemaker.describe_training_job(TrainingJobName=name)
+            described: dict[str, Any] = self.rt.sagemaker.describe_training_job(
+                TrainingJobName=name
+            )
+            return described
         except ClientError as exc:
             # AWS says ResourceNotFound; moto says ValidationException.
             if _code(exc) in ("ResourceNotFound", "ValidationException"):
@@ -317,7 +321,7 @@ def map_aws_error(exc: Exception, call: str) -> JobModelError:
 def _ambiguous(exc: Exception) -> bool:
     """True when the request may have reached SageMaker although no answer came back."""
     if isinstance(exc, ClientError):
-        return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500
+        return bool(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500)
     return not isinstance(
         exc,
         ConnectTimeoutError | EndpointConnectionError | NoCredentialsError | ParamValidationError,
@@ -326,5 +330,5 @@ def _ambiguous(exc: Exception) -> bool:
 
 def _code(exc: Exception) -> str:
     if isinstance(exc, ClientError):
-        return exc.response.get("Error", {}).get("Code", "")
+        return str(exc.response.get("Error", {}).get("Code", ""))
     return ""

@@ -162,7 +162,7 @@ def internal_error(request_id: str) -> UpstreamError:
     )
 
 
-def success_response(call: Call, result: Any, *, created: bool = False) -> dict[str, Any]:
+def success_response(call: Call, result: Any, *, created: bool = False) -> Any:
     """The result as the door expects it; HTTP says 201 for a new job, 200 otherwise."""
     if not call.http:
         return result

@@ -14,7 +14,7 @@ through the :class:`Host` the backend is given.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from jobmodel.errors import JobModelError
@@ -76,11 +76,12 @@ def choose(host: Host, scheduler: SchedulerConfig) -> Backend:
     return BACKENDS[scheduler.scheduler](host)
 
 
-def _backends() -> dict[str, Any]:
+def _backends() -> dict[str, Callable[[Host], Backend]]:
     from ftl_trigger.backend_direct import DirectBackend
     from ftl_trigger.backend_queue import QueueBackend
 
     return {"direct": DirectBackend, "queue": QueueBackend}
 
 
-BACKENDS: dict[str, Any] = _backends()
+# One entry per way of getting capacity: FTL_SCHEDULER's value -> the backend's class.
+BACKENDS: dict[str, Callable[[Host], Backend]] = _backends()

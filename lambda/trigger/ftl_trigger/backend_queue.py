@@ -89,7 +89,9 @@ class QueueBackend:
             )
         return self.host.rt.batch
 
-    def _service_request(self, job: Mapping[str, Any], rendered: Mapping[str, Any]) -> dict:
+    def _service_request(
+        self, job: Mapping[str, Any], rendered: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """SubmitServiceJob's parameters for a job; ``ValidationError`` on ``request`` when
         the payload is over Batch's 10 KiB (checked before the job is claimed)."""
         sched = self.host.rt.scheduler

@@ -246,7 +246,7 @@ def terminate(client: Any, job_id: str, *, requested_by: str) -> None:
         raise UpstreamError(f"AWS Batch TerminateServiceJob failed: {exc}") from None
 
 
-def map_error(exc: ClientError, operation: str) -> Exception:
+def map_error(exc: ClientError, operation: str) -> JobModelError:
     """A Batch error as the contract's error. Batch has two error codes: ClientException
     (4xx, the message says why) and ServerException (5xx)."""
     error = exc.response.get("Error", {})

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
@@ -22,9 +22,12 @@ from ftl_trigger.backend_queue import epoch_ms, is_queued_job
 from ftl_trigger.identity import Caller
 from jobmodel import TERMINAL_STATUSES, NotFound, UpstreamError
 from jobmodel.contract import Status
-from jobmodel.job import Change
+from jobmodel.job import Change, ChangeFor
 from jobmodel.queue_state import classify_reason, waited_seconds
 from jobmodel.training_state import from_training_job
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ftl_trigger.dependencies import Runtime
 
 LOG = logging.getLogger("ftl.trigger")
 WAITING = ("Queued", "Scheduled")  # statuses Batch still decides
@@ -32,7 +35,16 @@ _BATCH_WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
 
 
 class QueueFlow:
-    """Queue mode's steps; mixed into ``actions.Launcher``."""
+    """Queue mode's steps; mixed into ``actions.Launcher``, which provides what is declared
+    here."""
+
+    rt: Runtime
+
+    if TYPE_CHECKING:  # pragma: no cover - provided by actions.Launcher
+
+        def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
+
+        def _describe_remote(self, name: str) -> dict[str, Any] | None: ...
 
     # -------------------------------------------------------------- describe
     def _refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], int | None]:

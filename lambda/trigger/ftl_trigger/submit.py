@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
@@ -28,9 +28,17 @@ from jobmodel import (
 )
 from jobmodel import quotas as Q
 from jobmodel.contract import Status
-from jobmodel.job import Change, overlay
+from jobmodel.job import Change, ChangeFor, overlay
 from jobmodel.pricing import estimate_max_cost_usd
 from jobmodel.request import SubmitRequest
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ftl_ledger.ledger import Ledger
+    from ftl_ledger.usage import TeamUsage
+    from ftl_trigger.backend import Backend
+    from ftl_trigger.dependencies import Runtime
+
+R = TypeVar("R")
 
 LOG = logging.getLogger("ftl.trigger")
 SUBMITTING = Status.SUBMITTING
@@ -43,10 +51,28 @@ MAX_RACES = 50
 
 
 class SubmitFlow:
-    """The submit action; mixed into ``service.Launcher`` (which provides the helpers)."""
+    """The submit action; mixed into ``actions.Launcher``, which provides what is declared
+    here (so the type checker holds the launcher to it)."""
+
+    rt: Runtime
+    ledger: Ledger
+    usage: TeamUsage
+    backend: Backend
+
+    if TYPE_CHECKING:  # pragma: no cover - provided by actions.Launcher
+
+        def _view(self, job: Mapping[str, Any]) -> dict[str, Any]: ...
+
+        def _ledger_call(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R: ...
+
+        def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
+
+        def _now_ms(self) -> int: ...
+
+        def _backend_of(self, job: dict[str, Any]) -> Backend: ...
 
     # ---------------------------------------------------------------- submit
-    def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict, bool]:
+    def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict[str, Any], bool]:
         team = caller.submitting_team()
         req = validate_submit(
             params,
@@ -94,7 +120,7 @@ class SubmitFlow:
                 races += 1
                 if races > MAX_RACES:
                     raise Throttled(
-                        f"team {team.name}'s usage changed on every one of {MAX_RACES} tries "
+                        f"team {team_name}'s usage changed on every one of {MAX_RACES} tries "
                         "(many concurrent submits); retry"
                     ) from None
                 self._check_limits(caller, req, estimate, reason)
@@ -242,7 +268,7 @@ class SubmitFlow:
             LOG.warning(
                 "job %s started but the ledger update failed: %s", job["job_name"], err.message
             )
-            return overlay(job, {**change.once, **change.observation})
+            return dict(overlay(job, {**change.once, **change.observation}))
 
     def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
         if token["fingerprint"] != fingerprint:
