@@ -2,6 +2,7 @@
 #   make demo   - set up everything, deploy into a local moto sandbox and start a job there
 #   make demo-queue - the same in queue mode: three jobs into a 4-instance queue, one waits
 #   make test   - set up everything and run lint plus every test (what .ci/run calls)
+#   make test-fast - lint (ruff, mypy) and every test that needs no sandbox deploy
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +10,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup demo demo-queue sandbox sandbox-teams sandbox-queue sandbox-queue-teams test lint format synth bench clean
+.PHONY: setup demo demo-queue sandbox sandbox-teams sandbox-queue sandbox-queue-teams test test-fast lint format synth bench clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -51,6 +52,8 @@ sandbox-queue-teams: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	# strict on jobmodel/ and the Lambdas' packages ([tool.mypy] in pyproject.toml)
+	$(VENV)/bin/mypy
 
 format: setup
 	$(VENV)/bin/ruff check --fix .
@@ -58,6 +61,10 @@ format: setup
 
 test: lint
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
+
+# Everything but tests/sandbox (the deploys into moto_server take most of the suite's time).
+test-fast: lint
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -q -m "not sandbox" --ignore=tests/sandbox
 
 synth: setup
 	npx --no-install cdk synth --quiet

@@ -96,7 +96,7 @@ def trigger_asset(dest: Path) -> Path:
     import sys
 
     from ftl_constructs.botocore_models import declared_operations
-    from ftl_constructs.bundling import lambda_bundle
+    from ftl_constructs.bundling import LEDGER_PACKAGE, lambda_bundle
     from ftl_constructs.lambda_settings import LambdaSettings
     from ftl_constructs.launcher import TRIGGER_OPERATIONS
     from jobmodel import dump_catalog, shipped_catalog
@@ -105,7 +105,7 @@ def trigger_asset(dest: Path) -> Path:
     bundle = lambda_bundle(
         "trigger",
         code_dir=ROOT / "lambda" / "trigger",
-        packages=[ROOT / "jobmodel"],
+        packages=[ROOT / "jobmodel", LEDGER_PACKAGE],
         files={"catalog.json": dump_catalog(specs)},
         aws_operations=declared_operations(TRIGGER_OPERATIONS),
         bytecode=LambdaSettings().python_version == sys.version_info[:2],

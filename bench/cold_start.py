@@ -140,7 +140,7 @@ def _import_breakdown(asset: Path) -> dict[str, float]:
             result[label] = cumulative.get(module, 0.0)
     result["ftl_trigger.adapters/errors/ledger/service (from bytecode)"] = sum(
         cumulative.get(m, 0.0)
-        for m in ("ftl_trigger.adapters", "ftl_trigger.ledger", "ftl_trigger.actions")
+        for m in ("ftl_trigger.adapters", "ftl_ledger.ledger", "ftl_trigger.actions")
     ) - cumulative.get("jobmodel", 0.0)
     return result
 

@@ -219,6 +219,7 @@ def _add_submit(submit: argparse.ArgumentParser) -> None:
     submit.add_argument(
         "--token", metavar="TOKEN", help="idempotency key (the same token never starts two jobs)"
     )
+    submit.add_argument("--priority", metavar="N", type=int, help="queue mode only, e.g. 80")
     submit.add_argument("--wait", action="store_true", help="watch the job until it ends")
     submit.add_argument(
         "--dry-run",

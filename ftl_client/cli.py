@@ -93,6 +93,7 @@ class Cli:
             tags=dict(a.tags) or None,
             client_token=a.token,
             dry_run=True if a.dry_run else None,
+            priority=a.priority,
         )
         if a.dry_run:
             self.emit(job, display.dry_run(job))

@@ -27,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # The trigger's declaration of the AWS operations it calls: its asset ships botocore models
 # trimmed to them (``botocore_models.declared_operations`` reads it).
 TRIGGER_OPERATIONS = ROOT / "lambda" / "trigger" / "ftl_trigger" / "aws_operations.py"
+# The job ledger's package (the record, its codec, team usage, the one writer): shipped in
+# both the trigger's and the job-events function's assets.
+LEDGER_PACKAGE = ROOT / "lambda" / "ledger" / "ftl_ledger"
 _SKIP_DIRS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 _SKIP_SUFFIXES = (".pyc", ".pyo")
 

@@ -15,9 +15,10 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from ftl_constructs.bundling import ROOT
+from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT
 from ftl_constructs.nag import acknowledge, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
+from jobmodel.names import ENV_JOB_TABLE, ENV_TOPIC_ARN
 
 EVENT_DETAIL_TYPE = "SageMaker Training Job State Change"
 BATCH_EVENT_SOURCE = "aws.batch"
@@ -69,14 +70,14 @@ class JobEvents(Construct):
             description="Fine-tuning job state changes -> ledger and SNS",
             # handler.py and its package ftl_events; the job model's rules (statuses, the
             # Batch and SageMaker state mapping, prices, usage, fleet metrics); and the
-            # trigger's package for its ledger, the one DynamoDB codec both functions use.
+            # ledger package both functions write the job record with (ftl_ledger).
             code_dir=ROOT / "lambda" / "job_events",
-            packages=[ROOT / "jobmodel", ROOT / "lambda" / "trigger" / "ftl_trigger"],
+            packages=[ROOT / "jobmodel", LEDGER_PACKAGE],
             encryption_key=encryption_key,
             log_retention=log_retention,
             environment={
-                "FTL_JOB_TABLE": table.table_name,
-                "FTL_TOPIC_ARN": self.topic.topic_arn,
+                ENV_JOB_TABLE: table.table_name,
+                ENV_TOPIC_ARN: self.topic.topic_arn,
                 **(environment or {}),
             },
             dead_letter_queue=self.dead_letter_queue,

@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from aws_cdk import ArnFormat, Stack, aws_batch, aws_iam
 from constructs import Construct
 
-from jobmodel.names import BATCH_TRAINING_JOB_PREFIX
+from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, DEFAULT_SHARE
 from jobmodel.queue_state import HEAD_LIMIT_REASONS, QUOTA_LIMIT_REASON
 from jobmodel.scheduler import SHARE_DECAY_SECONDS
 from jobmodel.teams import TeamsConfig
@@ -53,7 +53,6 @@ from .nag import acknowledge_resource
 from .settings import QueueSettings
 
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
-DEFAULT_SHARE = "default"  # the one share of a single-team deployment
 MIN_WEIGHT_FACTOR, MAX_WEIGHT_FACTOR = 0.0001, 999.9999
 
 

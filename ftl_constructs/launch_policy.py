@@ -22,10 +22,10 @@ from aws_cdk import aws_kms as kms
 
 from jobmodel import TemplateSpec
 from jobmodel.instances import INSTANCE_TYPES
-from jobmodel.names import PLATFORM_TAG_KEY
+from jobmodel.names import PLATFORM_TAG_KEY, TEAM_TAG_KEY
 
 PLATFORM_TAG = PLATFORM_TAG_KEY
-TEAM_TAG = "ftl:team"
+TEAM_TAG = TEAM_TAG_KEY
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
 OUTPUT_KMS_KEY = "sagemaker:OutputKmsKeyArn"
 VOLUME_KMS_KEY = "sagemaker:VolumeKmsKeyArn"

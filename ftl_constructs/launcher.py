@@ -20,7 +20,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from ftl_constructs.botocore_models import declared_operations
-from ftl_constructs.bundling import ROOT, TRIGGER_OPERATIONS, source_tarball
+from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT, TRIGGER_OPERATIONS, source_tarball
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate
 from ftl_constructs.launch_policy import launch_statements, training_job_arns
@@ -34,6 +34,7 @@ from jobmodel.names import (
     ENV_PLATFORM_NAME,
     ENV_PRICES,
     ENV_TEAM_ROLES,
+    HTTP_ALIAS,
     JOB_INDEX,
     TEAM_INDEX,
 )
@@ -42,7 +43,6 @@ from jobmodel.routes import ROUTES
 from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
 
-HTTP_ALIAS = "http"
 # Queue mode keeps these launch statements (Batch, not the trigger, creates the jobs).
 QUEUE_MODE_STATEMENTS = ("ReadPlatformJobs", "StopPlatformJobs")
 
@@ -190,7 +190,7 @@ class JobLauncher(Construct):
             "Trigger",
             description="Fine-tuning launcher: validate, record and start training jobs",
             code_dir=ROOT / "lambda" / "trigger",
-            packages=[ROOT / "jobmodel"],
+            packages=[ROOT / "jobmodel", LEDGER_PACKAGE],
             files={"catalog.json": dump_catalog(specs)},
             aws_operations=declared_operations(TRIGGER_OPERATIONS),
             encryption_key=key,

@@ -21,15 +21,11 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge_resource
-from jobmodel.names import TRAINING_LOG_GROUP
+from jobmodel.names import ADMIN_ALIAS, TRAINING_LOG_GROUP, team_alias_name
 from jobmodel.routes import Route
 from jobmodel.teams import TeamsConfig
 
-ADMIN_ALIAS = "admin"
-
-
-def team_alias_name(team: str) -> str:
-    return f"team-{team}"
+__all__ = ["ADMIN_ALIAS", "TeamAccess", "output_id", "team_alias_name"]
 
 
 def output_id(team: str) -> str:

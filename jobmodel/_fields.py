@@ -8,7 +8,7 @@ from typing import Any
 
 from . import _rules as R
 from .errors import ValidationError
-from .templates import _json_type
+from .hyperparameters import json_type as _json_type
 
 
 def opt(payload: Mapping[str, Any], key: str) -> Any:
@@ -33,13 +33,13 @@ def bounded_int(
     value = opt(payload, field_name)
     if value is None:
         return default
-    require_int(field_name, value)
-    if not 1 <= value <= high:
+    number = require_int(field_name, value)
+    if not 1 <= number <= high:
         raise ValidationError(
             field_name,
-            f"{field_name} must be between 1 and {high} for template {template}, got {value}",
+            f"{field_name} must be between 1 and {high} for template {template}, got {number}",
         )
-    return value
+    return number
 
 
 def require_mapping(field_name: str, value: Any) -> Mapping[Any, Any]:

@@ -29,8 +29,6 @@ MAX_RETRY_ATTEMPTS = 30
 # The API (botocore model) allows up to 21600 s; the platform keeps warm pools to one hour.
 MAX_KEEP_ALIVE = 3600
 MAX_S3_URI = 1024
-# Tags the launcher adds itself (platform, template, client token, requested-by).
-LAUNCHER_TAG_COUNT = 4
 RESERVED_TAG_PREFIX = "ftl:"
 # AWS Batch SubmitServiceJob's schedulingPriority (queue mode; higher runs first in a share).
 MIN_QUEUE_PRIORITY = 0

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _rules as R
 from ._shapes import fail
+from .distribution_kinds import KINDS
 from .instances import INSTANCE_TYPES, InstanceType
 from .spec import DISTRIBUTION_KINDS
 
@@ -91,27 +92,26 @@ def check_distribution(spec: TemplateSpec) -> None:
     types = [INSTANCE_TYPES[n] for n in spec.instance_types]
     _check_instance_capabilities(spec, types)
     _check_processes_per_host(spec, types)
-    if kind == "smp":
+    if KINDS[kind].mp_parameters == "smp":
         _check_smp_parameters(spec)
-    elif dist.mp_parameters is not None and kind != "smp-v2":
-        raise fail(
-            spec, "distribution", f"mp_parameters applies to smp and smp-v2 only, not {kind}"
-        )
+    elif dist.mp_parameters is not None and KINDS[kind].mp_parameters is None:
+        takes = ", ".join(k.name for k in KINDS.values() if k.mp_parameters)
+        raise fail(spec, "distribution", f"mp_parameters applies to {takes} only, not {kind}")
 
 
 def _check_instance_capabilities(spec: TemplateSpec, types: list[InstanceType]) -> None:
     """smddp needs smddp-capable types; more than one node needs a distributed kind and EFA."""
-    kind = spec.distribution.kind
-    if kind == "smddp":
+    kind = KINDS[spec.distribution.kind]
+    if kind.needs_smddp:
         for it in types:
             if not it.smddp:
                 raise fail(
                     spec,
                     "smddp-instance",
-                    f"smddp distribution needs smddp-capable types; {it.name} is not",
+                    f"{kind.name} distribution needs smddp-capable types; {it.name} is not",
                 )
     if spec.max_instance_count > 1:
-        if kind == "none":
+        if not kind.multi_node:
             raise fail(
                 spec,
                 "multi-node-distribution",
@@ -131,7 +131,7 @@ def _check_processes_per_host(spec: TemplateSpec, types: list[InstanceType]) -> 
     """mpi and smp need processes_per_host (at most one per accelerator); no other kind takes it."""
     dist = spec.distribution
     kind = dist.kind
-    if kind in ("mpi", "smp"):
+    if KINDS[kind].processes_per_host:
         pph = dist.processes_per_host
         if type(pph) is not int or pph < 1:
             raise fail(
@@ -148,9 +148,8 @@ def _check_processes_per_host(spec: TemplateSpec, types: list[InstanceType]) -> 
                     f"{it.name}",
                 )
     elif dist.processes_per_host is not None:
-        raise fail(
-            spec, "distribution", f"processes_per_host applies to mpi and smp only, not {kind}"
-        )
+        takes = " and ".join(k.name for k in KINDS.values() if k.processes_per_host)
+        raise fail(spec, "distribution", f"processes_per_host applies to {takes} only, not {kind}")
 
 
 def _check_smp_parameters(spec: TemplateSpec) -> None:
@@ -224,11 +223,12 @@ def _check_smp_v1(spec: TemplateSpec) -> None:
 
 
 def _smp_v2_value_problem(key: str, value: Any) -> str | None:
-    want = SMP_V2_PARAMETERS.get(key)
+    want: type | None = SMP_V2_PARAMETERS.get(key)
     if want is None:
         known = ", ".join(SMP_V2_PARAMETERS)
         return f"mp_parameters key {key!r} is not an SMP v2 setting (one of {known})"
-    if type(value) is not want:
+    exact = type(value) is want  # a flag, not a narrowing: value stays a JSON scalar (Any)
+    if not exact:
         return f"mp_parameters {key} must be {'true or false' if want is bool else 'an integer'}"
     if key in _SMP_V2_DEGREES and value < 1:
         return f"mp_parameters {key} must be at least 1, got {value}"
@@ -284,13 +284,18 @@ def _check_framework(spec: TemplateSpec) -> None:
     for key in IMAGE_FAMILIES[family]:
         if key not in fw:
             raise fail(spec, "framework", f"framework for {family} images needs {key!r}")
-    is_v2 = spec.distribution.kind == "smp-v2"
-    if is_v2 != (family == "pytorch-smp") and spec.image_uri is None:
+    kind = KINDS[spec.distribution.kind]
+    own = {k.image_family: k.name for k in KINDS.values() if k.image_family}
+    if spec.image_uri is None and (
+        (kind.image_family is not None and family != kind.image_family)
+        or (family in own and own[family] != kind.name)
+    ):
+        wanted = kind.image_family or "the default"
         raise fail(
             spec,
             "framework",
-            "smp-v2 templates run on the pytorch-smp image family, and that family serves "
-            f"smp-v2 only (distribution {spec.distribution.kind}, image_family {family})",
+            f"{kind.name} templates run on the {wanted} image family, and a family a kind "
+            f"names serves that kind only (distribution {kind.name}, image_family {family})",
         )
 
 
@@ -353,11 +358,13 @@ def _check_isolation(spec: TemplateSpec) -> None:
 def check_start_rules(spec: TemplateSpec) -> None:
     """Every rule of this module, in order (called by ``validate_template`` after the
     generic channel checks)."""
-    kind = spec.distribution.kind
-    if kind == "smp":
-        _check_smp_v1(spec)
-    elif kind == "smp-v2":
-        _check_smp_v2(spec)
+    rule = _MP_START_RULES.get(KINDS[spec.distribution.kind].mp_parameters or "")
+    if rule is not None:
+        rule(spec)
     _check_framework(spec)
     _check_isolation(spec)
     _check_legacy(spec)
+
+
+# The start rules of each kind's model-parallel parameters (``DistributionKind.mp_parameters``).
+_MP_START_RULES = {"smp": _check_smp_v1, "smp-v2": _check_smp_v2}

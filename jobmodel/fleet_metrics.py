@@ -223,3 +223,36 @@ def job_line(
         timestamp_ms=timestamp_ms,
         job_name=job.get("job_name"),
     )
+
+
+def change_line(
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    *,
+    late_cost: bool,
+    platform: str,
+    timestamp_ms: int,
+    month_spend_usd: float | None = None,
+) -> str | None:
+    """The one EMF line of an applied write of a job from ``before`` to ``after``: its status
+    transition's, or, for a job that had already ended, the cost that became known
+    (``late_cost``); ``None`` when the write moves no metric."""
+    old, new = before.get("status"), after.get("status")
+    if old != new:
+        return job_line(
+            old,
+            after,
+            platform=platform,
+            timestamp_ms=timestamp_ms,
+            month_spend_usd=month_spend_usd,
+        )
+    if not late_cost:
+        return None
+    return emf_line(
+        cost_metrics(**job_spend(after, month_spend_usd)),
+        platform=platform,
+        team=after.get("team"),
+        instance_type=str(after.get("instance_type") or "unknown"),
+        timestamp_ms=timestamp_ms,
+        job_name=after.get("job_name"),
+    )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _rules as R
 from ._shapes import check_keys, fail
+from .distribution_kinds import KINDS
 from .errors import ValidationError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -45,34 +46,9 @@ SCRIPT_MODE_KEYS = (
     "sagemaker_job_name",
     "sagemaker_region",
 )
+# The keys each distribution kind renders (``distribution_kinds.KINDS``, the one table).
 DISTRIBUTION_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {
-        "none": (),
-        "torchrun": ("sagemaker_torch_distributed_enabled", "sagemaker_instance_type"),
-        "smddp": (
-            "sagemaker_distributed_dataparallel_enabled",
-            "sagemaker_instance_type",
-            "sagemaker_distributed_dataparallel_custom_mpi_options",
-        ),
-        "mpi": (
-            "sagemaker_mpi_enabled",
-            "sagemaker_mpi_num_of_processes_per_host",
-            "sagemaker_mpi_custom_mpi_options",
-        ),
-        "smp": (
-            "mp_parameters",
-            "sagemaker_mpi_enabled",
-            "sagemaker_mpi_num_of_processes_per_host",
-            "sagemaker_mpi_custom_mpi_options",
-        ),
-        # SDK v2 PyTorch estimator, torch_distributed + smdistributed.modelparallel (SMP v2).
-        "smp-v2": (
-            "mp_parameters",
-            "sagemaker_distributed_dataparallel_enabled",
-            "sagemaker_instance_type",
-            "sagemaker_torch_distributed_enabled",
-        ),
-    }
+    {name: kind.keys for name, kind in KINDS.items()}
 )
 
 

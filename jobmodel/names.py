@@ -1,6 +1,11 @@
 """Names the platform's parts share: written once here, read by synth, the Lambdas and the client.
 
-Standard library only, like the rest of the job model.
+Every name that crosses the synth/runtime boundary is here: the functions' environment
+variables (the constructs write them, the Lambdas read them), the trigger's alias names (the
+constructs create them, the trigger reads the invoked one), the tag keys the launcher puts on
+training jobs (the renderer writes them, the launch policy and the job-events function read
+them) and, derived from their list, how many tags the launcher adds. Standard library only,
+like the rest of the job model.
 """
 
 from __future__ import annotations
@@ -8,21 +13,45 @@ from __future__ import annotations
 from datetime import datetime
 
 __all__ = [
+    "ADMIN_ALIAS",
     "BATCH_TRAINING_JOB_PREFIX",
+    "CLIENT_TOKEN_TAG_KEY",
+    "DEFAULT_SHARE",
+    "ENV_ADMINS",
+    "ENV_ALLOWED_INPUT_BUCKETS",
+    "ENV_ARTIFACT_BUCKET",
     "ENV_CATALOG_PATH",
+    "ENV_CHECKPOINT_BUCKET",
+    "ENV_DATA_BUCKET",
     "ENV_JOB_QUEUE",
     "ENV_JOB_TABLE",
+    "ENV_KMS_KEY_ARN",
     "ENV_PLATFORM_NAME",
+    "ENV_PLATFORM_TAGS",
     "ENV_PRICES",
     "ENV_QUEUE_CAPACITY",
     "ENV_QUEUE_SHARE_POLICY",
+    "ENV_REGION",
+    "ENV_ROLE_ARN",
     "ENV_SCHEDULER",
+    "ENV_SECURITY_GROUPS",
+    "ENV_SUBNETS",
+    "ENV_TEAMS",
     "ENV_TEAM_ROLES",
+    "ENV_TOPIC_ARN",
+    "HTTP_ALIAS",
     "JOB_INDEX",
     "JOB_NAME_TAG_KEY",
+    "LAUNCHER_TAG_KEYS",
     "PLATFORM_TAG_KEY",
+    "REQUESTED_BY_TAG_KEY",
+    "TEAM_ALIAS_PREFIX",
     "TEAM_INDEX",
+    "TEAM_TAG_KEY",
+    "TEMPLATE_TAG_KEY",
     "TRAINING_LOG_GROUP",
+    "launcher_tag_count",
+    "team_alias_name",
     "timestamp",
 ]
 
@@ -31,6 +60,7 @@ __all__ = [
 JOB_INDEX = "by-created"
 TEAM_INDEX = "by-team"
 
+# ----------------------------------------------------------------------------- tag keys
 # The tag every training job the launcher starts carries (value: the platform's name); the
 # launch policy allows describe and stop only on jobs with it.
 PLATFORM_TAG_KEY = "ftl:platform"
@@ -38,6 +68,39 @@ PLATFORM_TAG_KEY = "ftl:platform"
 # training job ``AWSBatch<name><32 hex>`` and may have to cut a long name to fit SageMaker's
 # 63 characters, so job events find the ledger job by this tag first.
 JOB_NAME_TAG_KEY = "ftl:job-name"
+# A team's training jobs carry their team (value: the team's name); the launch policy and the
+# job-events function's ownership check read it.
+TEAM_TAG_KEY = "ftl:team"
+TEMPLATE_TAG_KEY = "ftl:template"
+CLIENT_TOKEN_TAG_KEY = "ftl:client-token"  # only when the request has a client_token
+REQUESTED_BY_TAG_KEY = "ftl:requested-by"
+# The tags the launcher adds to every job it renders, whatever the request (the platform's,
+# the template's and the caller's come on top); ``ftl:team`` is added in teams mode and
+# ``ftl:job-name`` on the payload handed to AWS Batch in queue mode.
+LAUNCHER_TAG_KEYS = (PLATFORM_TAG_KEY, TEMPLATE_TAG_KEY, CLIENT_TOKEN_TAG_KEY, REQUESTED_BY_TAG_KEY)
+
+
+def launcher_tag_count(*, team: bool = False, queued: bool = False) -> int:
+    """How many tags the launcher adds at most: :data:`LAUNCHER_TAG_KEYS`, plus the team's and
+    the queue's job-name tag where they apply."""
+    return len(LAUNCHER_TAG_KEYS) + int(team) + int(queued)
+
+
+# ------------------------------------------------------------------------ alias names
+# The trigger's aliases (each a door): the HTTP API's integration, the admins', each team's.
+HTTP_ALIAS = "http"
+ADMIN_ALIAS = "admin"
+TEAM_ALIAS_PREFIX = "team-"
+
+
+def team_alias_name(team: str) -> str:
+    """The alias whose invokers act as ``team``."""
+    return TEAM_ALIAS_PREFIX + team
+
+
+# The Batch share (fair-share identifier or quota share) of a single-team deployment's
+# service jobs; a team's jobs use the team's name.
+DEFAULT_SHARE = "default"
 
 # AWS Batch names the SageMaker training job it starts ``AWSBatch<job name><32 hex>``.
 BATCH_TRAINING_JOB_PREFIX = "AWSBatch"
@@ -45,12 +108,29 @@ BATCH_TRAINING_JOB_PREFIX = "AWSBatch"
 # Where SageMaker writes training jobs' logs (streams ``<job name>/...``).
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
-# The trigger's environment beyond ``PlatformConfig`` and ``TeamsConfig`` (their ``to_env``).
-ENV_JOB_TABLE = "FTL_JOB_TABLE"
+# ---------------------------------------------------------------- environment variables
+# The trigger's (and, where said, the job-events function's).
+ENV_JOB_TABLE = "FTL_JOB_TABLE"  # both functions
+ENV_TOPIC_ARN = "FTL_TOPIC_ARN"  # the job-events function's SNS topic
 ENV_CATALOG_PATH = "FTL_CATALOG_PATH"
 ENV_TEAM_ROLES = "FTL_TEAM_ROLES"
 ENV_PRICES = "FTL_PRICES"
-ENV_PLATFORM_NAME = "FTL_PLATFORM_NAME"
+ENV_PLATFORM_NAME = "FTL_PLATFORM_NAME"  # both functions
+# ``PlatformConfig`` (``to_env``/``from_env``)
+ENV_REGION = "FTL_REGION"
+ENV_ROLE_ARN = "FTL_ROLE_ARN"
+ENV_DATA_BUCKET = "FTL_DATA_BUCKET"
+ENV_CHECKPOINT_BUCKET = "FTL_CHECKPOINT_BUCKET"
+ENV_ARTIFACT_BUCKET = "FTL_ARTIFACT_BUCKET"
+ENV_KMS_KEY_ARN = "FTL_KMS_KEY_ARN"
+ENV_SOURCE_S3_URI = "FTL_SOURCE_S3_URI"
+ENV_PLATFORM_TAGS = "FTL_PLATFORM_TAGS"
+ENV_ALLOWED_INPUT_BUCKETS = "FTL_ALLOWED_INPUT_BUCKETS"
+ENV_SUBNETS = "FTL_SUBNETS"
+ENV_SECURITY_GROUPS = "FTL_SECURITY_GROUPS"
+# ``TeamsConfig`` (``to_env``/``from_env``)
+ENV_TEAMS = "FTL_TEAMS"
+ENV_ADMINS = "FTL_ADMINS"
 # How jobs start (``jobmodel.scheduler.SchedulerConfig``, whose ``to_env`` writes them).
 ENV_SCHEDULER = "FTL_SCHEDULER"
 ENV_JOB_QUEUE = "FTL_JOB_QUEUE"

@@ -9,7 +9,23 @@ from functools import cached_property
 from types import MappingProxyType
 
 from . import _rules as R
-from .names import PLATFORM_TAG_KEY
+from .names import (
+    ENV_ALLOWED_INPUT_BUCKETS,
+    ENV_ARTIFACT_BUCKET,
+    ENV_CHECKPOINT_BUCKET,
+    ENV_DATA_BUCKET,
+    ENV_KMS_KEY_ARN,
+    ENV_PLATFORM_NAME,
+    ENV_PLATFORM_TAGS,
+    ENV_REGION,
+    ENV_ROLE_ARN,
+    ENV_SECURITY_GROUPS,
+    ENV_SOURCE_S3_URI,
+    ENV_SUBNETS,
+    ENV_TEAM_ROLES,
+    PLATFORM_TAG_KEY,
+    launcher_tag_count,
+)
 
 __all__ = ["PlatformConfig"]
 
@@ -59,8 +75,8 @@ class PlatformConfig:
             problem = R.tag_problem(key, value)
             if problem is not None:
                 raise ValueError(f"platform_tags: {problem}")
-        if len(self.platform_tags) + R.LAUNCHER_TAG_COUNT > R.MAX_TAGS:
-            raise ValueError(f"platform_tags: at most {R.MAX_TAGS - R.LAUNCHER_TAG_COUNT} tags")
+        if len(self.platform_tags) + launcher_tag_count() > R.MAX_TAGS:
+            raise ValueError(f"platform_tags: at most {R.MAX_TAGS - launcher_tag_count()} tags")
 
     def __hash__(self) -> int:
         return hash((self.region, self.role_arn, self.data_bucket, self.source_s3_uri))
@@ -78,22 +94,22 @@ class PlatformConfig:
         training role per team instead of ``FTL_ROLE_ARN``.
         """
         env = {
-            "FTL_PLATFORM_NAME": self.platform_name,
-            "FTL_REGION": self.region,
-            "FTL_ROLE_ARN": self.role_arn,
-            "FTL_DATA_BUCKET": self.data_bucket,
-            "FTL_CHECKPOINT_BUCKET": self.checkpoint_bucket,
-            "FTL_ARTIFACT_BUCKET": self.artifact_bucket,
-            "FTL_KMS_KEY_ARN": self.kms_key_arn or "",
-            "FTL_SOURCE_S3_URI": self.source_s3_uri,
-            "FTL_PLATFORM_TAGS": json.dumps(dict(self.platform_tags), sort_keys=True),
-            "FTL_ALLOWED_INPUT_BUCKETS": ",".join(self.allowed_input_buckets),
+            ENV_PLATFORM_NAME: self.platform_name,
+            ENV_REGION: self.region,
+            ENV_ROLE_ARN: self.role_arn,
+            ENV_DATA_BUCKET: self.data_bucket,
+            ENV_CHECKPOINT_BUCKET: self.checkpoint_bucket,
+            ENV_ARTIFACT_BUCKET: self.artifact_bucket,
+            ENV_KMS_KEY_ARN: self.kms_key_arn or "",
+            ENV_SOURCE_S3_URI: self.source_s3_uri,
+            ENV_PLATFORM_TAGS: json.dumps(dict(self.platform_tags), sort_keys=True),
+            ENV_ALLOWED_INPUT_BUCKETS: ",".join(self.allowed_input_buckets),
         }
         if not self.role_arn:
-            del env["FTL_ROLE_ARN"]
+            del env[ENV_ROLE_ARN]
         if self.subnets:
-            env["FTL_SUBNETS"] = ",".join(self.subnets)
-            env["FTL_SECURITY_GROUPS"] = ",".join(self.security_groups)
+            env[ENV_SUBNETS] = ",".join(self.subnets)
+            env[ENV_SECURITY_GROUPS] = ",".join(self.security_groups)
         return env
 
     @classmethod
@@ -117,49 +133,49 @@ class PlatformConfig:
                 raise ValueError(f"environment variable {name}{hint} is required")
             return value
 
-        region = required("FTL_REGION", "AWS_REGION")
-        source = required("FTL_SOURCE_S3_URI")
+        region = required(ENV_REGION, "AWS_REGION")
+        source = required(ENV_SOURCE_S3_URI)
         if not source.startswith("s3://"):
             raise ValueError(
-                f"environment variable FTL_SOURCE_S3_URI must be an s3:// URI, got {source!r}"
+                f"environment variable {ENV_SOURCE_S3_URI} must be an s3:// URI, got {source!r}"
             )
-        subnets = _split(env.get("FTL_SUBNETS"))
-        security_groups = _split(env.get("FTL_SECURITY_GROUPS"))
+        subnets = _split(env.get(ENV_SUBNETS))
+        security_groups = _split(env.get(ENV_SECURITY_GROUPS))
         if subnets and not security_groups:
             raise ValueError(
-                "environment variable FTL_SECURITY_GROUPS is required when FTL_SUBNETS is set"
+                f"environment variable {ENV_SECURITY_GROUPS} is required when {ENV_SUBNETS} is set"
             )
         if security_groups and not subnets:
             raise ValueError(
-                "environment variable FTL_SUBNETS is required when FTL_SECURITY_GROUPS is set"
+                f"environment variable {ENV_SUBNETS} is required when {ENV_SECURITY_GROUPS} is set"
             )
-        raw_tags = env.get("FTL_PLATFORM_TAGS") or "{}"
+        raw_tags = env.get(ENV_PLATFORM_TAGS) or "{}"
         try:
             tags = json.loads(raw_tags)
         except ValueError as exc:
-            raise ValueError(f"environment variable FTL_PLATFORM_TAGS is not JSON: {exc}") from None
+            raise ValueError(
+                f"environment variable {ENV_PLATFORM_TAGS} is not JSON: {exc}"
+            ) from None
         if not isinstance(tags, dict) or not all(
             type(k) is str and type(v) is str for k, v in tags.items()
         ):
             raise ValueError(
-                "environment variable FTL_PLATFORM_TAGS must be a JSON object of strings"
+                f"environment variable {ENV_PLATFORM_TAGS} must be a JSON object of strings"
             )
         return cls(
             region=region,
             # A teams deployment has one role per team (FTL_TEAM_ROLES) and no shared one.
             role_arn=(
-                env.get("FTL_ROLE_ARN") or ""
-                if env.get("FTL_TEAM_ROLES")
-                else required("FTL_ROLE_ARN")
+                env.get(ENV_ROLE_ARN) or "" if env.get(ENV_TEAM_ROLES) else required(ENV_ROLE_ARN)
             ),
-            data_bucket=required("FTL_DATA_BUCKET"),
-            checkpoint_bucket=required("FTL_CHECKPOINT_BUCKET"),
-            artifact_bucket=required("FTL_ARTIFACT_BUCKET"),
-            kms_key_arn=env.get("FTL_KMS_KEY_ARN") or None,
+            data_bucket=required(ENV_DATA_BUCKET),
+            checkpoint_bucket=required(ENV_CHECKPOINT_BUCKET),
+            artifact_bucket=required(ENV_ARTIFACT_BUCKET),
+            kms_key_arn=env.get(ENV_KMS_KEY_ARN) or None,
             subnets=subnets,
             security_groups=security_groups,
             source_s3_uri=source,
-            allowed_input_buckets=_split(env.get("FTL_ALLOWED_INPUT_BUCKETS")),
+            allowed_input_buckets=_split(env.get(ENV_ALLOWED_INPUT_BUCKETS)),
             platform_tags=tags,
-            platform_name=env.get("FTL_PLATFORM_NAME") or "ftl",
+            platform_name=env.get(ENV_PLATFORM_NAME) or "ftl",
         )

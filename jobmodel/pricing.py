@@ -25,6 +25,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .names import ENV_PRICES
+
 __all__ = [
     "PRICES_FILE",
     "PriceTable",
@@ -97,8 +99,8 @@ class PriceTable:
             try:
                 extra = json.loads(override)
             except ValueError as exc:
-                raise ValueError(f"environment variable FTL_PRICES is not JSON: {exc}") from None
-            for region, types in parse_prices(extra, key="FTL_PRICES").items():
+                raise ValueError(f"environment variable {ENV_PRICES} is not JSON: {exc}") from None
+            for region, types in parse_prices(extra, key=ENV_PRICES).items():
                 regions.setdefault(region, {}).update(types)
         return cls(
             regions=regions, source=str(shipped.get("source", "")), date=str(shipped.get("date"))
@@ -106,7 +108,7 @@ class PriceTable:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> PriceTable:
-        return cls.load(env.get("FTL_PRICES") or None)
+        return cls.load(env.get(ENV_PRICES) or None)
 
 
 def estimate_max_cost_usd(

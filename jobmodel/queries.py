@@ -116,7 +116,7 @@ def _list_template(template: Any, catalog: Collection[str]) -> str | None:
 def _list_status(status: Any) -> str | None:
     if status is not None and status not in JOB_STATUSES:
         raise ValidationError("status", f"status must be one of {', '.join(JOB_STATUSES)}")
-    return status
+    return None if status is None else str(status)
 
 
 def _list_limit(limit: Any) -> int:

@@ -44,7 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .contract import TERMINAL_STATUSES
+from .contract import TERMINAL_RANK, Status
 
 __all__ = [
     "BATCH_STATUSES",
@@ -87,8 +87,6 @@ QUOTA_LIMIT_REASON = "MISCONFIGURATION:QUOTA_MANAGEMENT_LIMIT_EXCEEDED"
 TIME_LIMIT_TERMINATED = "Terminated by JobStateTimeLimit action due to reason: "
 _QUEUED = {"SUBMITTED", "PENDING", "RUNNABLE"}
 _SIMPLE = {"SCHEDULED": "Scheduled", "STARTING": "InProgress", "RUNNING": "InProgress"}
-_RANK = {"Submitting": 0, "Queued": 1, "Scheduled": 2, "InProgress": 3, "Stopping": 4}
-_TERMINAL_RANK = 5
 # Batch names the SageMaker job "AWSBatch" + job name + 32 hex characters.
 _BATCH_TRAINING_NAME = re.compile(r"AWSBatch(?P<name>.+?)(?P<suffix>[0-9a-f]{32})")
 
@@ -256,9 +254,7 @@ _BATCH_RANK = {s: i for i, s in enumerate(BATCH_STATUSES)} | {"FAILED": 6}
 
 
 def _rank(status: str | None) -> int:
-    if status is None:
-        return -1
-    return _TERMINAL_RANK if status in TERMINAL_STATUSES else _RANK.get(status, -1)
+    return Status.rank_of(status)
 
 
 def _status_key(record: Mapping[str, Any]) -> tuple[int, int, int]:
@@ -281,8 +277,8 @@ def _wins(cur: Mapping[str, Any], update: Mapping[str, Any]) -> bool:
     a terminal status yields only to a terminal one from a more authoritative source
     (SageMaker over Batch), never to a later observation from the same source."""
     new, old = _status_key(update), _status_key(cur)
-    if old[0] == _TERMINAL_RANK:
-        return new[0] == _TERMINAL_RANK and new[1] > old[1]
+    if old[0] == TERMINAL_RANK:
+        return new[0] == TERMINAL_RANK and new[1] > old[1]
     return new > old
 
 

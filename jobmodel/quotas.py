@@ -233,10 +233,20 @@ def claim_update(
     count: int,
     estimate: float | None,
 ) -> dict[str, Any]:
-    """The usage half of a claim transaction: add the job, only if every limit still holds."""
+    """The usage half of a claim transaction: add the job, only if every limit still holds.
+
+    The team's first claim creates the item (a refused submit never writes one: the limits
+    are checked against a missing item's zero usage before the claim, and a claim that lost
+    to a concurrent first one meets that one's item and its conditions)."""
     reserve = estimate or 0.0
     conditions = ["#m = :m"]
-    values: dict[str, Any] = {":m": {"S": month}, ":count": _n(count), ":est": _n(reserve)}
+    values: dict[str, Any] = {
+        ":m": {"S": month},
+        ":team": {"S": team},
+        ":zero": _n(0),
+        ":count": _n(count),
+        ":est": _n(reserve),
+    }
     if limits.max_instances is not None:
         conditions.append("instances <= :imax")
         values[":imax"] = _n(limits.max_instances - count)
@@ -246,8 +256,11 @@ def claim_update(
     return {
         "TableName": table,
         "Key": {"pk": {"S": USAGE + team}},
-        "UpdateExpression": "ADD instances :count, reserved :est, committed :est",
-        "ConditionExpression": " AND ".join(conditions),
+        "UpdateExpression": (
+            "SET #m = :m, team_usage = :team, spend = if_not_exists(spend, :zero) "
+            "ADD instances :count, reserved :est, committed :est"
+        ),
+        "ConditionExpression": f"attribute_not_exists(pk) OR ({' AND '.join(conditions)})",
         "ExpressionAttributeNames": {"#m": "month"},
         "ExpressionAttributeValues": values,
     }

@@ -13,6 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import _rules as R
+from . import names as N
+from .distribution_kinds import KINDS
 from .errors import TemplateError, ValidationError
 from .instances import INSTANCE_TYPES, efa_environment
 from .platform import PlatformConfig
@@ -114,28 +116,7 @@ def _hyperparameters(
     hp["sagemaker_job_name"] = job_name
     hp["sagemaker_region"] = platform.region
     dist = template.distribution
-    kind = dist.kind
-    if kind == "torchrun":
-        hp["sagemaker_torch_distributed_enabled"] = True
-        hp["sagemaker_instance_type"] = req.instance_type
-    elif kind == "smddp":
-        hp["sagemaker_distributed_dataparallel_enabled"] = True
-        hp["sagemaker_instance_type"] = req.instance_type
-        hp["sagemaker_distributed_dataparallel_custom_mpi_options"] = dist.custom_mpi_options
-    elif kind == "smp-v2":
-        # SDK v2 PyTorch estimator with torch_distributed and smdistributed.modelparallel:
-        # Framework._distribution_configuration adds mp_parameters, smddp off and the
-        # instance type; _pytorch_distribution_configuration turns torchrun on.
-        hp["mp_parameters"] = dict(dist.mp_parameters or {})
-        hp["sagemaker_distributed_dataparallel_enabled"] = False
-        hp["sagemaker_instance_type"] = req.instance_type
-        hp["sagemaker_torch_distributed_enabled"] = True
-    elif kind in ("mpi", "smp"):
-        if kind == "smp":
-            hp["mp_parameters"] = dict(dist.mp_parameters or {})
-        hp["sagemaker_mpi_enabled"] = True
-        hp["sagemaker_mpi_num_of_processes_per_host"] = dist.processes_per_host
-        hp["sagemaker_mpi_custom_mpi_options"] = dist.custom_mpi_options
+    hp.update(KINDS[dist.kind].render(dist, req.instance_type))
     return encode_hyperparameters(hp)
 
 
@@ -166,15 +147,15 @@ def _tags(
     merged.update(template.tags)
     merged.update(req.tags)
     merged[platform.platform_tag_key] = platform.platform_name
-    merged["ftl:template"] = template.name
+    merged[N.TEMPLATE_TAG_KEY] = template.name
     if req.client_token:
-        merged["ftl:client-token"] = req.client_token
+        merged[N.CLIENT_TOKEN_TAG_KEY] = req.client_token
     if team is not None:
-        merged["ftl:team"] = team
+        merged[N.TEAM_TAG_KEY] = team
     if requested_by:
         who = R.sanitize_tag_value(requested_by)
         if who:
-            merged["ftl:requested-by"] = who
+            merged[N.REQUESTED_BY_TAG_KEY] = who
     return [{"Key": k, "Value": v} for k, v in merged.items()]
 
 

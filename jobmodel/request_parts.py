@@ -10,11 +10,14 @@ from typing import Any
 
 from . import _fields as F
 from . import _rules as R
+from .distribution_kinds import KINDS
 from .errors import NotFound, ValidationError
+from .hyperparameters import json_type as _json_type
 from .instances import INSTANCE_TYPES
+from .names import launcher_tag_count
 from .platform import PlatformConfig
 from .teams import Team
-from .templates import TemplateSpec, _json_type, check_override
+from .templates import TemplateSpec, check_override
 
 
 def check_fields(payload: Any, allowed: frozenset[str]) -> None:
@@ -133,8 +136,8 @@ def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]
     count = F.bounded_int(
         payload, "instance_count", spec.default_instance_count, spec.max_instance_count, spec.name
     )
-    kind = spec.distribution.kind
-    if count > 1 and kind == "none":
+    kind = KINDS[spec.distribution.kind]
+    if count > 1 and not kind.multi_node:
         raise ValidationError(
             "instance_count",
             f"instance_count above 1 needs a distributed template; {spec.name} has distribution "
@@ -145,7 +148,7 @@ def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]
         raise ValidationError(
             "instance_type", f"instance_type {instance_type} is not in the instance catalog"
         )
-    if kind == "smddp" and not itype.smddp:
+    if kind.needs_smddp and not itype.smddp:
         raise ValidationError(
             "instance_type",
             f"instance_type {instance_type} does not support smddp, which template {spec.name} "
@@ -290,9 +293,8 @@ def tags(
                     field_name, f"{field_name}: tag {key!r} is set by the platform"
                 )
             tags[key] = value
-        total = len(platform_tags.keys() | spec.tags.keys() | tags.keys()) + R.LAUNCHER_TAG_COUNT
-        total += 0 if team is None else 1  # ftl:team
-        total += 1 if queued else 0  # ftl:job-name (names.JOB_NAME_TAG_KEY)
+        total = len(platform_tags.keys() | spec.tags.keys() | tags.keys())
+        total += launcher_tag_count(team=team is not None, queued=queued)
         if total > R.MAX_TAGS:
             raise ValidationError(
                 "tags",
@@ -323,7 +325,7 @@ def priority(payload: Mapping[str, Any], spec: TemplateSpec, *, queued: bool) ->
             "priority",
             f"priority must be from {low} to {high} for template {spec.name}, got {value}",
         )
-    return value
+    return int(value)
 
 
 def flags(payload: Mapping[str, Any]) -> tuple[str | None, bool]:

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ._shapes import check_keys, freeze_map, freeze_seq
+from .distribution_kinds import KINDS
 from .errors import TemplateError
 from .hyperparameters import HyperparameterRule
 
@@ -28,7 +29,7 @@ __all__ = [
     "TemplateSpec",
 ]
 
-DISTRIBUTION_KINDS = ("none", "torchrun", "smddp", "smp", "mpi", "smp-v2")
+DISTRIBUTION_KINDS = tuple(KINDS)  # one row each in ``distribution_kinds.KINDS``
 INPUT_MODES = ("File", "FastFile", "Pipe")
 S3_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
 
@@ -87,7 +88,9 @@ class InputChannel:
         return cls(**d)
 
 
-def channel_view(channel: InputChannel, data_bucket: str | None, team: str | None) -> dict:
+def channel_view(
+    channel: InputChannel, data_bucket: str | None, team: str | None
+) -> dict[str, Any]:
     """One entry of a template view's ``channels``."""
     uri = None
     if channel.default_prefix is not None and data_bucket:
@@ -259,7 +262,9 @@ class TemplateSpec:
         except (TypeError, ValueError) as exc:  # pragma: no cover - defensive
             raise TemplateError(name, "type", str(exc)) from exc
 
-    def public_view(self, *, data_bucket: str | None = None, team: str | None = None) -> dict:
+    def public_view(
+        self, *, data_bucket: str | None = None, team: str | None = None
+    ) -> dict[str, Any]:
         """The contract's ``templates`` entry (``legacy`` only on legacy templates).
 
         ``channels`` says which input channels are required and where a channel's default

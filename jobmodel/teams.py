@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .names import ENV_ADMINS, ENV_TEAMS
+
 __all__ = [
     "TEAM_NAME_RULE",
     "Team",
@@ -143,21 +145,21 @@ class TeamsConfig:
     def to_env(self) -> dict[str, str]:
         """The trigger's environment variables for this configuration."""
         return {
-            "FTL_TEAMS": json.dumps([t.to_dict() for t in self.teams], separators=(",", ":")),
-            "FTL_ADMINS": json.dumps(list(self.admins), separators=(",", ":")),
+            ENV_TEAMS: json.dumps([t.to_dict() for t in self.teams], separators=(",", ":")),
+            ENV_ADMINS: json.dumps(list(self.admins), separators=(",", ":")),
         }
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> TeamsConfig:
         try:
-            teams = json.loads(env.get("FTL_TEAMS") or "[]")
-            admins = json.loads(env.get("FTL_ADMINS") or "[]")
+            teams = json.loads(env.get(ENV_TEAMS) or "[]")
+            admins = json.loads(env.get(ENV_ADMINS) or "[]")
         except ValueError as exc:
             raise ValueError(
-                f"environment variable FTL_TEAMS/FTL_ADMINS is not JSON: {exc}"
+                f"environment variable {ENV_TEAMS}/{ENV_ADMINS} is not JSON: {exc}"
             ) from None
         try:
-            return cls.parse(teams, admins, key="FTL_TEAMS", admins_key="FTL_ADMINS")
+            return cls.parse(teams, admins, key=ENV_TEAMS, admins_key=ENV_ADMINS)
         except TeamsError as exc:
             raise ValueError(f"environment variable {exc}") from None
 

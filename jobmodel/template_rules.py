@@ -17,6 +17,7 @@ from .distribution import check_distribution, check_start_rules
 from .errors import TemplateError
 from .hyperparameters import HyperparameterRule, check_hyperparameters
 from .instances import INSTANCE_TYPES, efa_environment
+from .names import launcher_tag_count
 from .spec import (
     INPUT_MODES,
     S3_DISTRIBUTIONS,
@@ -271,12 +272,12 @@ def _check_tags(spec: TemplateSpec) -> None:
                 "tags",
                 f"tag key {key!r} uses the launcher's reserved prefix {R.RESERVED_TAG_PREFIX!r}",
             )
-    if len(spec.tags) + R.LAUNCHER_TAG_COUNT > R.MAX_TAGS:
+    if len(spec.tags) + launcher_tag_count() > R.MAX_TAGS:
         raise fail(
             spec,
             "tags",
             f"{len(spec.tags)} template tags leave no room for the launcher's "
-            f"{R.LAUNCHER_TAG_COUNT} (max {R.MAX_TAGS})",
+            f"{launcher_tag_count()} (max {R.MAX_TAGS})",
         )
 
 

@@ -49,7 +49,7 @@ def load_handler(code_dir: Path, monkeypatch: Any, env: dict[str, str]) -> Modul
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     for name in list(sys.modules):
-        if name == "handler" or name.startswith(("ftl_trigger", "ftl_events")):
+        if name == "handler" or name.startswith(("ftl_trigger", "ftl_events", "ftl_ledger")):
             del sys.modules[name]
     monkeypatch.syspath_prepend(str(code_dir))
     spec = importlib.util.spec_from_file_location("handler", code_dir / "handler.py")

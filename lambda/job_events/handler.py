@@ -3,10 +3,11 @@
 EventBridge delivers SageMaker's ``SageMaker Training Job State Change`` and AWS Batch's
 ``Batch Service Job State Change`` events for this platform's jobs (docs/API.md, "Job
 events"). Each is parsed (``ftl_events.parse``), recorded in its job's ledger item
-(``ftl_events.apply``), and a write that was applied prints its fleet metrics and announces
-the job's end (``ftl_events.publish``). The ledger code is the trigger's (``ftl_trigger``),
-the rules the job model's (``jobmodel``), both shipped in this function's asset. Clients are
-created once per container, at import (``ftl_events.dependencies``).
+(``ftl_events.apply``), and a write that was applied prints its fleet metrics (the one writer
+of the job record, ``ftl_ledger.writer``, does) and announces the job's end
+(``ftl_events.publish``). The ledger code is ``ftl_ledger`` (the trigger ships it too), the
+rules the job model's (``jobmodel``), both in this function's asset. Clients are created once
+per container, at import (``ftl_events.dependencies``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from ftl_events.dependencies import Runtime
 from ftl_events.parse import Malformed, parse
-from ftl_events.publish import announcement, metric_line, public_view
+from ftl_events.publish import announcement, public_view
 
 # No level of its own: Lambda sets the root logger from the function's application log
 # level and writes every record as JSON with the request id (PlatformFunction).
@@ -43,10 +44,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
             observation.source,
             observation.event_id,
         )
-    now_ms = int(RUNTIME.now().timestamp() * 1000)
-    line = metric_line(outcome, platform=RUNTIME.platform, timestamp_ms=now_ms)
-    if line is not None:
-        RUNTIME.emit(line)
+    # The write that applied printed its fleet-metrics line (ftl_ledger.writer).
     message = announcement(outcome)
     if message is not None:
         RUNTIME.sns.publish(TopicArn=RUNTIME.topic_arn, **message)

@@ -116,3 +116,41 @@ def test_a_mistake_with_json_is_a_json_error_on_stdout(capsys):
     body = json.loads(out)
     assert body["exit_status"] == 2 and body["error"]["type"] == "UsageError"
     assert "--limit" in body["error"]["message"] and body["error"]["help"] == "ftl list --help"
+
+
+def _api_submit_fields() -> set[str]:
+    """The submit fields docs/API.md's submit table lists (the public contract)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
+    table = text.split("| field | required | rule |", 1)[1].split("\n\n", 1)[0]
+    fields = set()
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            fields.add(line.split("`", 2)[1])
+    return fields
+
+
+def test_every_submit_field_of_the_api_has_a_client_flag():
+    """Every submit flag set at once reaches LauncherClient.submit; together with the
+    template they name every field of docs/API.md's submit table, so a field added to the
+    contract without a flag fails here."""
+    from ftl_client.cli import Cli
+
+    class Recorder:
+        def submit(self, template, **fields):
+            self.fields = {"template": template, **{k: v for k, v in fields.items() if v}}
+            return {"job_name": "j-1", "status": "DryRun"}
+
+    argv = ["submit", "distilbert-spot", "--name", "run", "--set", "lr=1", "--instances", "2"]
+    argv += ["--instance-type", "ml.g5.xlarge", "--spot", "--max-runtime", "1h"]
+    argv += ["--max-wait", "2h", "--input", "train=s3://b/p/", "--tag", "k=v", "--token", "t"]
+    argv += ["--dry-run", "--priority", "80", "--json"]
+    recorder = Recorder()
+    import io
+
+    Cli(build_parser().parse_args(argv), io.StringIO(), io.StringIO(), client=recorder).run()
+    fields = _api_submit_fields()
+    assert len(fields) >= 13  # the table was found
+    assert set(recorder.fields) == fields
+    assert recorder.fields["priority"] == 80

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from bench.asset_size import assets, trigger_asset
-from ftl_constructs.bundling import ROOT, lambda_bundle, source_tarball
+from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT, lambda_bundle, source_tarball
 from jobmodel import dump_catalog, shipped_catalog
 from tests.infra.synth import synth
 
@@ -108,19 +108,20 @@ def test_trigger_bundle_carries_handler_job_model_and_catalog():
     bundle = lambda_bundle(
         "trigger-test",
         code_dir=ROOT / "lambda" / "trigger",
-        packages=[ROOT / "jobmodel"],
+        packages=[ROOT / "jobmodel", LEDGER_PACKAGE],
         files={"catalog.json": catalog},
     )
     assert (bundle / "handler.py").is_file()
     assert (bundle / "ftl_trigger" / "actions.py").is_file()
     assert (bundle / "jobmodel" / "render.py").is_file()
+    assert (bundle / "ftl_ledger" / "ledger.py").is_file()
     assert (bundle / "jobmodel" / "shipped_templates.json").is_file()
     assert json.loads((bundle / "catalog.json").read_text())["version"] == 1
     assert not list(bundle.rglob("__pycache__"))
     again = lambda_bundle(
         "trigger-test",
         code_dir=ROOT / "lambda" / "trigger",
-        packages=[ROOT / "jobmodel"],
+        packages=[ROOT / "jobmodel", LEDGER_PACKAGE],
         files={"catalog.json": catalog},
     )
     assert again == bundle  # content-addressed: same content, same folder
@@ -148,20 +149,22 @@ def _asset_folder(assembly: Path, part: str) -> Path:
 
 
 def _job_events_asset_is_self_contained(folder: Path) -> None:
-    """The job-events function ships its package, the job model and the trigger's ledger
-    (one DynamoDB codec for both functions), and imports from its asset alone."""
+    """The job-events function ships its package, the job model and the ledger package (one
+    DynamoDB codec and one writer for both functions), not the trigger, and imports from its
+    asset alone."""
     for rel in (
         "handler.py",
         "ftl_events/parse.py",
         "ftl_events/apply.py",
         "ftl_events/publish.py",
-        "ftl_trigger/ledger.py",
-        "ftl_trigger/items.py",
-        "ftl_trigger/usage.py",
+        "ftl_ledger/ledger.py",
+        "ftl_ledger/items.py",
+        "ftl_ledger/usage.py",
         "jobmodel/training_state.py",
         "jobmodel/queue_state.py",
     ):
         assert (folder / rel).is_file(), rel
+    assert not (folder / "ftl_trigger").exists()
     code = (
         f"import sys; sys.path.insert(0, {str(folder)!r}); import handler;"
         "print(handler.RUNTIME.platform)"

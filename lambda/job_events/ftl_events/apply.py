@@ -1,34 +1,28 @@
-"""Apply one observation to its ledger job: merge, cost, usage, and a conditional write.
+"""Apply one observation to its ledger job through the one writer (``ftl_ledger.writer``).
 
-The write is optimistic: read the job, work out the changes (``jobmodel.training_state.merge``
-plus the cost and the team's usage), and write them only if the job's ``revision`` is still
-the one read (``Ledger.update_job_if_unchanged``). When another write came first, read again
-and redo the work, so two concurrent events never lose an update.
-
-The cost and the team's usage follow ``jobmodel.quotas.settle``: usage is given back once, in
-the same transaction as the first write that makes the job's status terminal, with the cost
-when it is known then; a cost learned later (Batch said the job ended before SageMaker
-reported its billable time) is added to the team's spend once, when it becomes known.
+Here only what is the job-events function's own: the job must be in the ledger (events never
+create items), the event's job must belong to the ledger job's team (``ownership``), and a
+Batch event must be about the ledger's Batch job. The merge, the cost, the team's usage
+(``jobmodel.quotas.settle``: given back once, with the first write that makes the status
+terminal; a cost learned later added once), the conditional write on the job's revision,
+the retries when another write came first and the metric line are the writer's, as for every
+writer of the job record.
 """
 
 from __future__ import annotations
 
 import logging
-import random
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ftl_events.ownership import foreign_reason
 from ftl_events.parse import Observation
-from ftl_trigger.ledger import Ledger, MonthTurned
-from ftl_trigger.usage import TeamUsage
+from ftl_ledger.ledger import Ledger
+from ftl_ledger.writer import Applied, JobWriter, print_line
 from jobmodel import TERMINAL_STATUSES
-from jobmodel import quotas as Q
-from jobmodel.errors import Conflict
-from jobmodel.names import timestamp
-from jobmodel.training_state import merge
+from jobmodel.job import Change, JobRecord
 
 LOG = logging.getLogger("ftl.job_events")
 ATTEMPTS = 6  # reads and conditional writes per event before giving it back to EventBridge
@@ -46,6 +40,18 @@ class Outcome:
     released: bool = False  # this write gave the team's usage back
     late_cost: bool = False  # this write added the cost of a job that had already ended
     month_spend_usd: float | None = None  # the team's month spend after this write
+
+    @classmethod
+    def of(cls, name: str, done: Applied) -> Outcome:
+        return cls(
+            job_name=name,
+            applied=done.applied,
+            before=dict(done.before),
+            after=dict(done.after),
+            released=done.released,
+            late_cost=done.late_cost,
+            month_spend_usd=done.month_spend_usd,
+        )
 
     @property
     def old_status(self) -> str | None:
@@ -65,14 +71,6 @@ class Outcome:
         )
 
 
-@dataclass
-class _Plan:
-    changes: dict[str, Any]
-    usage: dict[str, Any] | None = None
-    released: bool = False
-    late_cost: bool = False
-
-
 class Recorder:
     """Records observations in the ledger; one per container (``handler.py``)."""
 
@@ -81,71 +79,42 @@ class Recorder:
         ledger: Ledger,
         now: Callable[[], datetime],
         *,
-        sleep: Callable[[float], None] = time.sleep,
+        platform: str = "ftl",
+        emit: Callable[[str], None] = print_line,
     ) -> None:
         self.ledger = ledger
-        self.usage = TeamUsage(ledger, now)
         self.now = now
-        self.sleep = sleep
+        self.writer = JobWriter(
+            ledger, platform=lambda: platform, now=now, emit=emit, attempts=ATTEMPTS
+        )
+
+    @property
+    def usage(self) -> Any:
+        return self.writer.usage
 
     def record(self, observation: Observation) -> Outcome:
+        """Apply one observation; ``Conflict`` when the job changed on every attempt (the
+        invocation fails and EventBridge retries the event)."""
         name = observation.job_name
-        for attempt in range(ATTEMPTS):
-            job = self.ledger.get_job(name)
-            if job is None:
-                # Only jobs this platform started are in the ledger; never create stray items.
-                LOG.warning("job %s is not in the ledger; event ignored", name)
-                return Outcome(job_name=name, found=False)
-            plan = self._plan(job, observation.update)
-            if plan is None:
-                return Outcome(job_name=name, before=job, after=job)
-            try:
-                written = self.ledger.update_job_if_unchanged(
-                    name, plan.changes, revision=job.get("revision"), usage=plan.usage
-                )
-            except MonthTurned:
-                written = False  # the month turned under us: plan again for the new month
-            if written:
-                return self._outcome(name, job, plan)
-            self.sleep(random.uniform(0, 0.02 * (attempt + 1)))
-        raise Conflict(f"job {name} changed on every one of {ATTEMPTS} tries; event not recorded")
+        job = self.ledger.get_job(name)
+        if job is None:
+            # Only jobs this platform started are in the ledger; never create stray items.
+            LOG.warning("job %s is not in the ledger; event ignored", name)
+            return Outcome(job_name=name, found=False)
+        ignored = self._ignored(job, observation)
+        if ignored is not None:
+            LOG.warning("event about job %s ignored: %s", name, ignored)
+            return Outcome(job_name=name, before=job, after=job)
+        done = self.writer.apply(job, Change(observation=observation.update))  # type: ignore[arg-type]
+        return Outcome.of(name, done)
 
-    def _plan(self, job: Mapping[str, Any], update: Mapping[str, Any]) -> _Plan | None:
-        other = job.get("batch_job_id")
-        if update.get("batch_job_id") and other and other != update["batch_job_id"]:
-            LOG.warning(
-                "event of Batch job %s; the ledger's is %s: ignored", update["batch_job_id"], other
-            )
-            return None
-        changes = merge(job, update)
-        if not changes:
-            return None  # a replay, or older than what the ledger holds
-        settlement = Q.settle(job, overlay(job, changes))
-        changes.update(settlement.changes)
-        changes["updated_at"] = timestamp(self.now())
-        plan = _Plan(changes=changes, late_cost=settlement.late_cost)
-        if settlement.release:
-            plan.usage = self.usage.release_update(job, settlement.cost)
-            plan.released = True
-        elif settlement.add_spend:
-            plan.usage = self.usage.spend_update(job["team"], settlement.add_spend)
-        return plan
-
-    def _outcome(self, name: str, job: dict[str, Any], plan: _Plan) -> Outcome:
-        outcome = Outcome(
-            job_name=name,
-            applied=True,
-            before=job,
-            after=overlay(job, plan.changes),
-            released=plan.released,
-            late_cost=plan.late_cost,
-        )
-        if plan.usage is not None:
-            outcome.month_spend_usd = self.usage.month_spend(job["team"])
-        return outcome
-
-
-def overlay(job: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    """The job as it is after ``changes`` (``None`` removes an attribute)."""
-    out = {**job, **changes}
-    return {k: v for k, v in out.items() if v is not None}
+    @staticmethod
+    def _ignored(job: JobRecord | dict[str, Any], observation: Observation) -> str | None:
+        foreign = foreign_reason(job, observation.owner)
+        if foreign is not None:
+            # Another team's training job that names this job: it must not change it.
+            return foreign
+        mine, theirs = job.get("batch_job_id"), observation.update.get("batch_job_id")
+        if theirs and mine and mine != theirs:
+            return f"the event is about Batch job {theirs}; the ledger's is {mine}"
+        return None

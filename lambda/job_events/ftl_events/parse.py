@@ -14,10 +14,11 @@ Two sources (docs/API.md, "Job events"):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ftl_events.ownership import owner_of
 from jobmodel import queue_state, training_state
 from jobmodel._rules import JOB_NAME_RE
 from jobmodel.names import JOB_NAME_TAG_KEY
@@ -38,6 +39,8 @@ class Observation:
     job_name: str
     update: dict[str, Any]
     event_id: str | None = None
+    # Who the event's job belongs to, as far as the event says (``ownership.owner_of``).
+    owner: dict[str, str] = field(default_factory=dict)
 
     @property
     def source(self) -> str:
@@ -85,7 +88,7 @@ def _sagemaker(detail: dict[str, Any], when_ms: int | None, event_id: str | None
         # Batch may retry a failed attempt with a new training job: Batch's own FAILED ends
         # the job, SageMaker's Failed of one attempt does not (docs/API.md, "Job events").
         update["status"] = "InProgress"
-    return Observation(job_name=job_name, update=update, event_id=event_id)
+    return Observation(job_name=job_name, update=update, event_id=event_id, owner=owner_of(detail))
 
 
 def _batch(detail: dict[str, Any], event_id: str | None) -> Observation:
@@ -93,7 +96,7 @@ def _batch(detail: dict[str, Any], event_id: str | None) -> Observation:
     if not isinstance(name, str) or not JOB_NAME_RE.fullmatch(name):
         raise ValueError("jobName is not a job name of this platform")
     update = queue_state.from_service_job(detail).fields()
-    return Observation(job_name=name, update=update, event_id=event_id)
+    return Observation(job_name=name, update=update, event_id=event_id, owner=owner_of(detail))
 
 
 def _tag(tags: Any, key: str) -> str | None:

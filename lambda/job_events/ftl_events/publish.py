@@ -1,8 +1,8 @@
-"""What a recorded observation tells the world: the SNS announcement of a job's end and the
-fleet's metrics as CloudWatch Embedded Metric Format lines (``jobmodel.fleet_metrics``).
+"""What a recorded observation tells the world: the SNS announcement of a job's end (the
+fleet's metric lines are printed by the one writer, ``ftl_ledger.writer``).
 
-Both come only from a ledger write that was applied (``apply.Outcome.applied``), so a replayed
-or out-of-order event announces and publishes nothing.
+It comes only from a ledger write that was applied (``apply.Outcome.applied``), so a replayed
+or out-of-order event announces nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ftl_events.apply import Outcome
-from jobmodel import fleet_metrics as FM
 
 # The ledger attributes the announcement and the handler's result carry.
 PUBLIC_FIELDS = (
@@ -49,28 +48,3 @@ def announcement(outcome: Outcome) -> dict[str, Any] | None:
         "Message": json.dumps(message, indent=2),
         "MessageAttributes": {"status": {"DataType": "String", "StringValue": str(status)}},
     }
-
-
-def metric_line(outcome: Outcome, *, platform: str, timestamp_ms: int) -> str | None:
-    """The EMF line for the transition this write applied (None when it publishes nothing)."""
-    if not outcome.applied:
-        return None
-    job = {"job_name": outcome.job_name, **outcome.after}
-    if outcome.old_status != outcome.new_status:
-        return FM.job_line(
-            outcome.old_status,
-            job,
-            platform=platform,
-            timestamp_ms=timestamp_ms,
-            month_spend_usd=outcome.month_spend_usd,
-        )
-    if not outcome.late_cost:
-        return None
-    return FM.emf_line(
-        FM.cost_metrics(**FM.job_spend(job, outcome.month_spend_usd)),
-        platform=platform,
-        team=job.get("team"),
-        instance_type=str(job.get("instance_type") or "unknown"),
-        timestamp_ms=timestamp_ms,
-        job_name=outcome.job_name,
-    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import (
@@ -15,23 +16,26 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
+from ftl_ledger.ledger import Ledger
+from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.adapters import Call
+from ftl_trigger.backend import BACKENDS, Backend, choose
+from ftl_trigger.backend_queue import is_queued_job
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
-from ftl_trigger.ledger import Ledger
 from ftl_trigger.paging import Signer
-from ftl_trigger.queue_flow import QueueFlow, is_queued_job
+from ftl_trigger.queue_flow import QueueFlow
 from ftl_trigger.submit import SUBMITTING, SubmitFlow
-from ftl_trigger.usage import TeamUsage
 from jobmodel import (
     TERMINAL_STATUSES,
     JobModelError,
     NotFound,
     ValidationError,
 )
-from jobmodel import fleet_metrics as FM
+from jobmodel.contract import Status
 from jobmodel.errors import CapacityError, Conflict, UpstreamError, aws_error
-from jobmodel.names import JOB_INDEX, TEAM_INDEX, timestamp
+from jobmodel.job import Change, ChangeFor
+from jobmodel.names import JOB_INDEX, TEAM_INDEX
 from jobmodel.pricing import cost_usd
 from jobmodel.queries import DESCRIBE_FIELDS, only_fields, validate_job_action, validate_list
 from jobmodel.training_state import from_training_job
@@ -39,14 +43,28 @@ from jobmodel.training_state import from_training_job
 LOG = logging.getLogger("ftl.trigger")
 # Added to a CapacityError (direct mode: only CreateTrainingJob raises it).
 QUEUE_HINT = "deploy with ftl:scheduler=queue to queue jobs until capacity frees"
+# How long after its claim a job still Submitting is taken for one whose submit may have
+# started it without recording that: describe then asks the backend by the job's name.
+SUBMIT_GRACE_S = 10.0
+_WRITE_ATTEMPTS = 3  # conditional writes of one change before leaving the job as it is
 
 
 class Launcher(SubmitFlow, QueueFlow):
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.ledger = Ledger(runtime.dynamodb, runtime.table_name)
-        self.usage = TeamUsage(self.ledger, runtime.now)
+        # The one writer of existing job records (ftl_ledger.writer); the lambdas read the
+        # runtime's clock and platform when called (tests replace them).
+        self.writer = JobWriter(
+            self.ledger,
+            platform=lambda: self.rt.platform.platform_name,
+            now=lambda: self.rt.now(),
+            attempts=_WRITE_ATTEMPTS,
+        )
+        self.usage = self.writer.usage
         self.signer = Signer(self.ledger.paging_key)
+        # How claimed jobs get capacity: chosen once, from the scheduler configuration.
+        self.backend: Backend = choose(self, runtime.scheduler)
 
     def dispatch(self, call: Call) -> tuple[Any, bool]:
         """Run one action; returns the contract object and whether a new job was created."""
@@ -81,7 +99,7 @@ class Launcher(SubmitFlow, QueueFlow):
         team = caller.team
         usage = None
         if team is not None:
-            usage = self._ledger_call(self.usage.current, team.name).to_view()
+            usage = self._ledger_call(self.usage.peek, team.name).to_view()
         return {
             "team": caller.team_name,
             "admin": caller.admin,
@@ -103,30 +121,37 @@ class Launcher(SubmitFlow, QueueFlow):
         if job is None or not caller.sees(job):
             # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
+        if job["status"] == SUBMITTING:
+            job = self._recover_submitting(job)
         if job["status"] in TERMINAL_STATUSES or job["status"] == SUBMITTING:
             return job, None
         if is_queued_job(job):
             return self._refresh_queued(job)
         described = self._describe_remote(name)
         if described is not None:
-            changes = remote_fields(described)
-            if any(job.get(k) != v for k, v in changes.items()):
-                changes["updated_at"] = self._stamp()
-                before = job["status"]
-                # Conditional on the status read: a job-events write that came first wins,
-                # and only the writer that applied a status change publishes its metrics.
-                released = self._ledger_call(self.usage.finish, job, changes)
-                written = released or self._ledger_call(
-                    self.ledger.update_job, name, changes, expect_status=before
-                )
-                if written:
-                    self._transition(before, {**job, **changes}, released=released)
-            job.update(changes)
+            job = self._write(job, Change(observation=from_training_job(described)))
         return job, None
+
+    def _recover_submitting(self, job: dict[str, Any]) -> dict[str, Any]:
+        """A job still ``Submitting`` :data:`SUBMIT_GRACE_S` after its claim: its submit may
+        have started it and then failed to record that (or died). Ask the backend by the
+        job's name (SageMaker in direct mode, the Batch queue in queue mode) and, when it has
+        the job, record the start as the submit would have; else leave the claim as it is
+        (a replay of its token finishes it)."""
+        created = datetime.fromisoformat(str(job["created_at"]).replace("Z", "+00:00"))
+        if (self.rt.now() - created).total_seconds() < SUBMIT_GRACE_S:
+            return job
+        try:
+            return self._backend_of(job).recover(job)
+        except UpstreamError:  # claimed for a backend this platform no longer has
+            return job
 
     def _describe_remote(self, name: str) -> dict[str, Any] | None:
         try:
-            return self.rt.sagemaker.describe_training_job(TrainingJobName=name)
+            described: dict[str, Any] = self.rt.sagemaker.describe_training_job(
+                TrainingJobName=name
+            )
+            return described
         except ClientError as exc:
             # AWS says ResourceNotFound; moto says ValidationException.
             if _code(exc) in ("ResourceNotFound", "ValidationException"):
@@ -150,11 +175,10 @@ class Launcher(SubmitFlow, QueueFlow):
             self.rt.sagemaker.stop_training_job(TrainingJobName=name)
         except (ClientError, BotoCoreError) as exc:
             raise map_aws_error(exc, "StopTrainingJob") from None
-        job["status"] = "Stopping"
-        self._ledger_call(
-            self.ledger.update_job, name, {"status": "Stopping", "updated_at": self._stamp()}
-        )
-        return self._view(job, detail=True)
+        # By the order rules: the job may have ended (and its end been recorded and published
+        # by another writer) while the stop call was in flight; Stopping never replaces it.
+        stopping = Change.launcher(Status.STOPPING, self._now_ms())
+        return self._view(self._write(job, stopping), detail=True)
 
     # ------------------------------------------------------------------ list
     def list_jobs(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
@@ -166,7 +190,9 @@ class Launcher(SubmitFlow, QueueFlow):
             admin=caller.admin,
         )
         team, next_token = query.team, query.next_token
-        index, start = TEAM_INDEX if team else JOB_INDEX, None
+        # The listing a token continues: the index and, on the team index, which team's jobs
+        # (an admin's token for one team's list does not page another team's).
+        index, start = f"{TEAM_INDEX}:{team}" if team else JOB_INDEX, None
         if next_token is not None:
             token_index, start = self._ledger_call(self.signer.verify, caller.scope, next_token)
             if token_index != index:
@@ -253,50 +279,38 @@ class Launcher(SubmitFlow, QueueFlow):
         return map_aws_error(exc, call)
 
     @staticmethod
-    def _remote_fields(described: Mapping[str, Any]) -> dict[str, Any]:
-        return remote_fields(described)
-
-    @staticmethod
     def _ambiguous(exc: Exception) -> bool:
         return _ambiguous(exc)
 
-    def _stamp(self) -> str:
-        return timestamp(self.rt.now())
+    def _now_ms(self) -> int:
+        return int(self.rt.now().timestamp() * 1000)
 
-    def _transition(
-        self, old_status: str | None, job: Mapping[str, Any], *, released: bool = False
-    ) -> None:
-        """Print the fleet metrics (EMF, ``jobmodel.fleet_metrics``) of a status change this
-        invocation wrote; Lambda sends standard output to CloudWatch Logs. ``released``: the
-        write gave a team job's usage back (its cost joined the month's spend), so the line
-        carries the team's month-to-date spend for the budget alarms, as the job-events
-        function's does."""
-        month_spend = None
-        if released and job.get("team") is not None:
-            month_spend = self._ledger_call(self.usage.month_spend, job["team"])
-        now_ms = int(self.rt.now().timestamp() * 1000)
-        line = FM.job_line(
-            old_status,
-            job,
-            platform=self.rt.platform.platform_name,
-            timestamp_ms=now_ms,
-            month_spend_usd=month_spend,
-        )
-        if line is not None:
-            print(line, flush=True)
+    def _backend_of(self, job: dict[str, Any]) -> Backend:
+        """The backend a claimed job was claimed for: this platform's, or (a claim from
+        before the platform changed its scheduler) the one that owns it."""
+        if self.backend.owns(job):
+            return self.backend
+        for kind in BACKENDS.values():
+            other = kind(self)
+            if other.owns(job):
+                return other
+        raise UpstreamError(f"no backend starts job {job['job_name']}")  # pragma: no cover
+
+    def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]:
+        """Apply ``change`` through the one writer; the record as the ledger now has it (as
+        another writer left it when the job kept changing)."""
+        try:
+            return dict(self._ledger_call(self.writer.apply, job, change).after)
+        except Contended:
+            LOG.warning("job %s kept changing; left as another writer left it", job["job_name"])
+            fresh = self._ledger_call(self.ledger.get_job, job["job_name"])
+            return fresh if fresh is not None else job
 
     def _ledger_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except (ClientError, BotoCoreError) as exc:
             raise map_aws_error(exc, "DynamoDB " + getattr(fn, "__name__", "call")) from None
-
-
-def remote_fields(described: Mapping[str, Any]) -> dict[str, Any]:
-    """Ledger fields from a DescribeTrainingJob response, by the job model's one rule
-    (``jobmodel.training_state``, which the job-events function applies to events)."""
-    fields = from_training_job(described)
-    return {k: fields[k] for k in ("status", "secondary_status", *DESCRIBE_FIELDS) if k in fields}
 
 
 def map_aws_error(exc: Exception, call: str) -> JobModelError:
@@ -317,7 +331,7 @@ def map_aws_error(exc: Exception, call: str) -> JobModelError:
 def _ambiguous(exc: Exception) -> bool:
     """True when the request may have reached SageMaker although no answer came back."""
     if isinstance(exc, ClientError):
-        return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500
+        return bool(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) >= 500)
     return not isinstance(
         exc,
         ConnectTimeoutError | EndpointConnectionError | NoCredentialsError | ParamValidationError,
@@ -326,5 +340,5 @@ def _ambiguous(exc: Exception) -> bool:
 
 def _code(exc: Exception) -> str:
     if isinstance(exc, ClientError):
-        return exc.response.get("Error", {}).get("Code", "")
+        return str(exc.response.get("Error", {}).get("Code", ""))
     return ""

@@ -162,7 +162,7 @@ def internal_error(request_id: str) -> UpstreamError:
     )
 
 
-def success_response(call: Call, result: Any, *, created: bool = False) -> dict[str, Any]:
+def success_response(call: Call, result: Any, *, created: bool = False) -> Any:
     """The result as the door expects it; HTTP says 201 for a new job, 200 otherwise. A submit
     that started nothing and is no dry run is an idempotent replay: ``"replayed": true``
     says so on both doors (the direct door has no status code)."""

@@ -28,7 +28,7 @@ from botocore.exceptions import (
 
 from jobmodel import JobModelError, NotFound, ValidationError
 from jobmodel.errors import THROTTLE_CODES
-from jobmodel.names import JOB_NAME_TAG_KEY
+from jobmodel.names import DEFAULT_SHARE, JOB_NAME_TAG_KEY
 from jobmodel.queue_state import STOP_REASON, from_service_job
 from jobmodel.scheduler import PRIORITY_LIMITS
 
@@ -37,7 +37,6 @@ from .errors import Conflict, Throttled, UpstreamError
 MAX_PAYLOAD_BYTES = 10 * 1024  # Batch's limit on serviceRequestPayload
 PRIORITY_RANGE = PRIORITY_LIMITS  # SubmitServiceJob schedulingPriority (higher runs first)
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
-DEFAULT_SHARE = "default"  # share of a single-team deployment
 # Retry what a second attempt can fix; a user error fails at once. Batch retries
 # insufficient-capacity failures by itself without using an attempt; the CapacityError rule
 # covers a capacity failure reported after the job started. At most 5 rules.
@@ -254,7 +253,7 @@ def terminate(client: Any, job_id: str, *, requested_by: str) -> None:
         raise UpstreamError(f"AWS Batch TerminateServiceJob failed: {exc}") from None
 
 
-def map_error(exc: ClientError, operation: str) -> Exception:
+def map_error(exc: ClientError, operation: str) -> JobModelError:
     """A Batch error as the contract's error. Batch has two error codes: ClientException
     (4xx, the message says why) and ServerException (5xx)."""
     error = exc.response.get("Error", {})

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobmodel import Forbidden
+from jobmodel.names import ADMIN_ALIAS, HTTP_ALIAS, TEAM_ALIAS_PREFIX
 from jobmodel.teams import Team, TeamsConfig
 
-HTTP_ALIAS = "http"
-ADMIN_ALIAS = "admin"
-TEAM_ALIAS_PREFIX = "team-"
+__all__ = ["ADMIN_ALIAS", "DIRECT_INVOKE", "HTTP_ALIAS", "TEAM_ALIAS_PREFIX", "Caller"]
+
 DIRECT_INVOKE = "direct-invoke"
 
 

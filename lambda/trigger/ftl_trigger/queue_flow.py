@@ -1,111 +1,50 @@
 """Queue mode (``FTL_SCHEDULER=queue``, docs/QUEUE.md) in the launcher's actions.
 
-Submit claims the job exactly as in direct mode, then hands the rendered request to AWS Batch
-as a service job instead of calling CreateTrainingJob. Describe refreshes a waiting job from
+Submit claims the job exactly as in direct mode; the queue backend (``backend_queue``) hands
+the rendered request to AWS Batch as a service job instead of calling CreateTrainingJob.
+Describe refreshes a waiting job from
 DescribeServiceJob and, once SageMaker has the job (named ``training_job_name`` by Batch),
 follows it with DescribeTrainingJob. Stop terminates the service job. Every ledger write goes
-through ``jobmodel.queue_state.merge`` and is conditional on the status read, so the launcher
-and the job-events function can write in any order. ``QueueFlow`` is mixed into
-``actions.Launcher``, which provides ``rt``, ``ledger``, ``usage`` and the helpers.
+through the one writer (``ftl_ledger.writer``: the order rules, conditional on the record
+read), so the launcher and the job-events function can write in any order. ``QueueFlow`` is
+mixed into ``actions.Launcher``, which provides ``rt``, ``ledger``, ``usage`` and the helpers.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
+from ftl_trigger.backend_queue import epoch_ms, is_queued_job
 from ftl_trigger.identity import Caller
-from ftl_trigger.ledger import REVISION, MonthTurned
-from jobmodel import TERMINAL_STATUSES, JobModelError, NotFound, UpstreamError
-from jobmodel.names import timestamp
-from jobmodel.pricing import cost_usd
-from jobmodel.queue_state import classify_reason, merge, waited_seconds
+from jobmodel import TERMINAL_STATUSES, NotFound, UpstreamError
+from jobmodel.contract import Status
+from jobmodel.job import Change, ChangeFor
+from jobmodel.queue_state import classify_reason, waited_seconds
+from jobmodel.training_state import from_training_job
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ftl_trigger.dependencies import Runtime
 
 LOG = logging.getLogger("ftl.trigger")
 WAITING = ("Queued", "Scheduled")  # statuses Batch still decides
 _BATCH_WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
-_WRITE_ATTEMPTS = 3
-# Attributes that only say when and by whom a state was seen: a change in these alone is
-# not written (every DescribeTrainingJob is a new observation of the same state).
-_BOOKKEEPING = frozenset({"status_source", "status_observed_ms", "batch_observed_ms"})
-# What DescribeTrainingJob says beyond the status; written as SageMaker reports it.
-_SAGEMAKER_FIELDS = ("secondary_status", "billable_seconds", "training_seconds")
-_SAGEMAKER_FIELDS += ("spot_savings_percent",)
-Update = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]]
-
-
-def epoch_ms(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
-
-
-def is_queued_job(job: Mapping[str, Any]) -> bool:
-    """A job submitted in queue mode (it carries a Batch priority from its claim on)."""
-    return job.get("priority") is not None or job.get("batch_job_id") is not None
 
 
 class QueueFlow:
-    """Queue mode's steps; mixed into ``actions.Launcher``."""
+    """Queue mode's steps; mixed into ``actions.Launcher``, which provides what is declared
+    here."""
 
-    # ---------------------------------------------------------------- submit
-    def _service_request(self, job: Mapping[str, Any], rendered: Mapping[str, Any]) -> dict:
-        """SubmitServiceJob's parameters for a job; ``ValidationError`` on ``request`` when
-        the payload is over Batch's 10 KiB (checked before the job is claimed)."""
-        sched = self.rt.scheduler
-        return service_jobs.service_job_request(
-            rendered,
-            job_queue=str(sched.job_queue_arn),
-            job_name=job["job_name"],
-            # The caller's token, or (none given) one derived from the job's name in a space
-            # of its own: a replay of the same claim resubmits with the same clientToken, so
-            # Batch queues one job.
-            client_token=job.get("client_token"),
-            team=job.get("team"),
-            priority=int(job["priority"]),
-            tags={t["Key"]: t["Value"] for t in rendered.get("Tags", [])},
-            share_policy=sched.share_policy,
-        )
+    rt: Runtime
 
-    def _enqueue(self, job: dict[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any]:
-        """Queue a claimed job; a failure frees its token as a failed create does."""
-        client = self.rt.batch
-        try:
-            queued = service_jobs.submit(client, self._service_request(job, rendered))
-        except service_jobs.SubmitUncertain as error:
-            try:
-                queue = str(self.rt.scheduler.job_queue_arn)
-                queued = service_jobs.find_by_name(client, queue, job["job_name"])
-            except JobModelError:
-                # Cannot tell: keep the claim, so a replay of the token resubmits with the
-                # same clientToken (Batch then answers with the job it may have queued).
-                raise error from None
-            if queued is None:
-                self._record_failed(job, error)
-                raise error from None
-        except JobModelError as error:
-            self._record_failed(job, error)
-            raise
-        now = self.rt.now()
-        update = {
-            "status": "Queued",
-            "status_source": "launcher",
-            "status_observed_ms": epoch_ms(now),
-            "batch_job_id": queued["jobId"],
-            "queued_ms": epoch_ms(now),
-            "queue_reason": classify_reason(None),
-        }
-        once = {"batch_job_arn": queued.get("jobArn") or None, "queued_at": timestamp(now)}
-        try:
-            job = self._apply(job, update, once=once)
-        except JobModelError as err:  # the job is queued whatever happens here
-            LOG.warning("job %s queued but the ledger update failed: %s", job["job_name"], err)
-            job.update(update, **once)
-        return self._view(job)
+    if TYPE_CHECKING:  # pragma: no cover - provided by actions.Launcher
+
+        def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
+
+        def _describe_remote(self, name: str) -> dict[str, Any] | None: ...
 
     # -------------------------------------------------------------- describe
     def _refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
@@ -123,20 +62,15 @@ class QueueFlow:
                 return job, None
             position = state.pop("queue_position", None)
             state.pop("job_name", None)
-            job = self._apply(job, state, once={"job_arn": state.get("training_job_arn")})
+            job = self._write(job, Change(state, {"job_arn": state.get("training_job_arn")}))
         name = job.get("training_job_name")
         if job["status"] in TERMINAL_STATUSES or job["status"] == "Queued" or not name:
             return job, position
         described = self._describe_remote(name)
         if described is not None:
-            fields = self._remote_fields(described)
-            update = {
-                **fields,
-                "status_source": "sagemaker",
-                "status_observed_ms": epoch_ms(self.rt.now()),
-            }
-            also = {k: fields.get(k) for k in _SAGEMAKER_FIELDS if fields.get(k) is not None}
-            job = self._apply(job, update, also=also)
+            # Observed now: Batch's state of the same job was stamped when it was asked.
+            update = {**from_training_job(described), "status_observed_ms": epoch_ms(self.rt.now())}
+            job = self._write(job, Change(update))
         return job, position
 
     # ------------------------------------------------------------------ stop
@@ -150,14 +84,13 @@ class QueueFlow:
             )
         service_jobs.terminate(self.rt.batch, job["batch_job_id"], requested_by=caller.principal)
 
-        def stopped(current: Mapping[str, Any]) -> dict[str, Any]:
+        def stopped(current: Mapping[str, Any]) -> Change:
             now = epoch_ms(self.rt.now())
-            base = {"status_source": "launcher", "status_observed_ms": now}
-            if current.get("status") == "Queued":
-                return {**base, "status": "Stopped", "dequeued_ms": now}
-            return {**base, "status": "Stopping"}
+            if current.get("status") == Status.QUEUED:
+                return Change.launcher(Status.STOPPED, now, once={"dequeued_ms": now})
+            return Change.launcher(Status.STOPPING, now)
 
-        return self._apply(job, stopped)
+        return self._write(job, stopped)
 
     # ------------------------------------------------------------------ list
     def _positions(self, items: list[Mapping[str, Any]]) -> dict[str, int]:
@@ -198,59 +131,3 @@ class QueueFlow:
         now_ms = epoch_ms(self.rt.now()) if job["status"] == "Queued" else None
         seconds = waited_seconds(job, now_ms=now_ms)
         return None if seconds is None else round(seconds, 3)
-
-    # ---------------------------------------------------------------- writes
-    def _apply(
-        self,
-        job: dict[str, Any],
-        update: Update,
-        *,
-        once: Mapping[str, Any] | None = None,
-        also: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Merge ``update`` (``queue_state.merge``) into the job's record and write what
-        changed, conditional on the status read; on a concurrent change read and merge again.
-        ``once``: attributes set only where absent; ``also``: attributes written as given. A
-        terminal status gives the team's usage back, once. Returns the record as written."""
-        name = job["job_name"]
-        for _ in range(_WRITE_ATTEMPTS):
-            wanted = update(job) if callable(update) else update
-            changes = merge(job, wanted)
-            changes.update(
-                {k: v for k, v in (once or {}).items() if v is not None and job.get(k) is None}
-            )
-            changes.update({k: v for k, v in (also or {}).items() if job.get(k) != v})
-            if changes.keys() <= _BOOKKEEPING:
-                return job
-            changes["updated_at"] = self._stamp()
-            release = None
-            status = changes.get("status", job["status"])
-            if status in TERMINAL_STATUSES:
-                billable = changes.get("billable_seconds", job.get("billable_seconds"))
-                cost = cost_usd(job.get("price_usd_per_hour"), int(job["instance_count"]), billable)
-                if cost is not None:
-                    changes["cost_usd"] = cost
-                if job.get("team") is not None and not job.get("usage_released"):
-                    release = self._ledger_call(self.usage.release_update, job, cost)
-            expect = {
-                k: job.get(k) for k in ("status", "status_source", "status_observed_ms", REVISION)
-            }
-            try:
-                written = self._ledger_call(
-                    self.ledger.write_job, name, changes, expect=expect, release=release
-                )
-            except MonthTurned:
-                continue
-            if written:
-                merged = {**job, **changes}
-                if release is not None:
-                    merged["usage_released"] = True
-                merged = {k: v for k, v in merged.items() if v is not None}
-                self._transition(job["status"], merged, released=release is not None)
-                return merged
-            fresh = self._ledger_call(self.ledger.get_job, name)
-            if fresh is None:
-                raise NotFound(f"no job named {name} in the ledger", field="job_name")
-            job = fresh
-        LOG.warning("job %s kept changing; left as another writer left it", name)
-        return job

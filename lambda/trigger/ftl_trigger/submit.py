@@ -1,8 +1,8 @@
 """Submit: validate, check the team's limits, claim the job in the ledger, start it.
 
-``start_job`` is the one step that talks to the training backend in direct mode (SageMaker
-``CreateTrainingJob``); in queue mode (``FTL_SCHEDULER=queue``) the claimed job goes to AWS
-Batch instead (``queue_flow.QueueFlow._enqueue``). Everything before it is the same.
+Starting the claimed job is the backend's (``ftl_trigger.backend``: SageMaker's
+``CreateTrainingJob`` in direct mode, an AWS Batch service job in queue mode), chosen once
+from the scheduler configuration. Everything before it is the same.
 """
 
 from __future__ import annotations
@@ -10,15 +10,12 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
-from ftl_trigger.ledger import LimitRace, MonthTurned, NameTaken, TokenTaken
-from ftl_trigger.queue_flow import is_queued_job
 from jobmodel import (
     JobModelError,
     ValidationError,
@@ -30,11 +27,21 @@ from jobmodel import (
     validate_submit,
 )
 from jobmodel import quotas as Q
+from jobmodel.contract import Status
+from jobmodel.job import Change, ChangeFor, overlay
 from jobmodel.pricing import estimate_max_cost_usd
 from jobmodel.request import SubmitRequest
 
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ftl_ledger.ledger import Ledger
+    from ftl_ledger.usage import TeamUsage
+    from ftl_trigger.backend import Backend
+    from ftl_trigger.dependencies import Runtime
+
+R = TypeVar("R")
+
 LOG = logging.getLogger("ftl.trigger")
-SUBMITTING = "Submitting"
+SUBMITTING = Status.SUBMITTING
 # How long a duplicate waits for the first request of a client token to finish creating its
 # job before it completes the creation itself (same job name, so never a second job).
 WAIT_FOR_PEER_S = 5.0
@@ -43,16 +50,29 @@ NAME_ATTEMPTS = 3
 MAX_RACES = 50
 
 
-def start_job(sagemaker: Any, rendered: Mapping[str, Any]) -> str:
-    """Start the rendered job on the backend; returns its ARN (the one backend-specific step)."""
-    return sagemaker.create_training_job(**rendered)["TrainingJobArn"]
-
-
 class SubmitFlow:
-    """The submit action; mixed into ``service.Launcher`` (which provides the helpers)."""
+    """The submit action; mixed into ``actions.Launcher``, which provides what is declared
+    here (so the type checker holds the launcher to it)."""
+
+    rt: Runtime
+    ledger: Ledger
+    usage: TeamUsage
+    backend: Backend
+
+    if TYPE_CHECKING:  # pragma: no cover - provided by actions.Launcher
+
+        def _view(self, job: Mapping[str, Any]) -> dict[str, Any]: ...
+
+        def _ledger_call(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R: ...
+
+        def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
+
+        def _now_ms(self) -> int: ...
+
+        def _backend_of(self, job: dict[str, Any]) -> Backend: ...
 
     # ---------------------------------------------------------------- submit
-    def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict, bool]:
+    def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict[str, Any], bool]:
         team = caller.submitting_team()
         req = validate_submit(
             params,
@@ -76,10 +96,12 @@ class SubmitFlow:
         names = races = 0
         while names < NAME_ATTEMPTS:
             job, rendered, token = self._new_job(req, caller, fingerprint, price, estimate, reason)
-            if self.rt.scheduler.queued:
-                self._service_request(job, rendered)  # the 10 KiB check, before any write
+            self.backend.check(job, rendered)  # e.g. queue mode's 10 KiB, before any write
             usage = None
             if team is not None:
+                # The check read only; a month the item still holds from before is started
+                # now, just before the claim that expects this month.
+                self._ledger_call(self.usage.roll, team.name)
                 usage = Q.claim_update(
                     self.ledger.table,
                     team.name,
@@ -99,7 +121,7 @@ class SubmitFlow:
                 races += 1
                 if races > MAX_RACES:
                     raise Throttled(
-                        f"team {team.name}'s usage changed on every one of {MAX_RACES} tries "
+                        f"team {team_name}'s usage changed on every one of {MAX_RACES} tries "
                         "(many concurrent submits); retry"
                     ) from None
                 self._check_limits(caller, req, estimate, reason)
@@ -128,8 +150,8 @@ class SubmitFlow:
                 f"unknown ({reason}); choose a priced instance type or ask the platform team "
                 "to add the price (ftl:prices)",
             )
-        read = self.usage.peek if req.dry_run else self.usage.current
-        usage = self._ledger_call(read, team.name)
+        # Read only: a refused submit (or a dry run) writes nothing, not even the usage item.
+        usage = self._ledger_call(self.usage.peek, team.name)
         return Q.check_limits(
             limits, usage, team=team.name, count=req.instance_count, estimate=estimate
         )
@@ -202,8 +224,7 @@ class SubmitFlow:
         checks: list[dict[str, Any]],
     ) -> dict[str, Any]:
         job, rendered, _ = self._new_job(req, caller, req.fingerprint(), price, estimate, reason)
-        if self.rt.scheduler.queued:
-            self._service_request(job, rendered)  # a real submit would refuse it here
+        self.backend.check(job, rendered)  # a real submit would refuse it here
         view = self._view({**job, "status": "DryRun"})
         for key in ("job_arn", "console_url", "batch_job_id", "queued_at"):
             view.pop(key, None)
@@ -221,103 +242,34 @@ class SubmitFlow:
             "create_training_job": rendered,
         }
 
-    # ------------------------------------------------------- create / adopt
+    # ------------------------------------------------------------------ start
     def _start(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
-        """Start a claimed job: queue it (claimed in queue mode) or create it."""
-        if not is_queued_job(job):
-            return self._create(job, rendered)
-        if self.rt.batch is None:
-            raise UpstreamError(
-                f"job {job['job_name']} was claimed for the job queue but this platform no "
-                "longer queues jobs (ftl:scheduler); submit again with a new client_token"
-            )
-        return self._enqueue(job, rendered)
-
-    def _create(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
-        name = job["job_name"]
-        try:
-            arn = start_job(self.rt.sagemaker, rendered)
-        except (ClientError, BotoCoreError) as exc:
-            if _code(exc) == "ResourceInUse":
-                # Only a peer completing the same claimed job can have taken this name.
-                return self._adopt_existing(job)
-            error = self._map_error(exc, "CreateTrainingJob")
-            if self._ambiguous(exc):
-                # A timeout or 5xx may hide a job SageMaker did create: look before failing.
-                try:
-                    described = self._describe_remote(name)
-                except JobModelError:
-                    # Cannot tell: keep the claim, so a replay of the token finishes it with
-                    # the same job name (and never starts a second job).
-                    raise error from None
-                if described is not None:
-                    return self._adopt_existing(job, described)
-            self._record_failed(job, error)
-            raise error from None
-        job.update(status="InProgress", job_arn=arn, updated_at=self._stamp())
-        self._record_started(job)
-        return self._view(job)
+        """Start a claimed job with the backend it was claimed for."""
+        return self._view(self._backend_of(job).start(job, rendered))
 
     def _record_failed(self, job: dict[str, Any], error: JobModelError) -> None:
-        values = {
-            "status": "FailedToStart",
-            "error_type": error.type,
-            "failure_reason": error.message,
-            "updated_at": self._stamp(),
-        }
-        for _ in range(3):
-            release = None
-            if job.get("team") is not None and not job.get("usage_released"):
-                release = self._ledger_call(self.usage.release_update, job, None)
-            try:
-                self._ledger_call(
-                    self.ledger.fail_job,
-                    job["job_name"],
-                    values,
-                    job.get("client_token"),
-                    team=job.get("team"),
-                    release=release,
-                )
-                self._transition(job["status"], {**job, **values})
-                return
-            except MonthTurned:
-                continue
+        """Record a start that failed (``FailedToStart``), free the client token so the same
+        request can be retried, and give the team's usage back: one write (the writer's)."""
+        failed = Change.launcher(
+            Status.FAILED_TO_START,
+            self._now_ms(),
+            reason=error.message,
+            also={"error_type": error.type},
+            free_token=True,
+        )
+        self._write(job, failed)
 
-    def _record_started(self, job: dict[str, Any]) -> None:
-        """Mark the claimed job started. The job exists whatever happens here, so a ledger
-        failure is logged, not returned: the job-events handler and any replay of the token
-        bring the record up to date."""
+    def _record_start(self, job: dict[str, Any], change: Change) -> dict[str, Any]:
+        """Record that the backend has the claimed job. The job exists whatever happens
+        here, so a ledger failure is logged, not returned: the job events, a replay of the
+        token or a describe after the grace (``actions.SUBMIT_GRACE_S``) repair the record."""
         try:
-            written = self._ledger_call(
-                self.ledger.update_job,
-                job["job_name"],
-                {
-                    "status": job["status"],
-                    "job_arn": job["job_arn"],
-                    "updated_at": job["updated_at"],
-                },
-                expect_status=SUBMITTING,
-            )
-            if written:
-                self._transition(SUBMITTING, job)
+            return self._write(job, change)
         except JobModelError as err:
             LOG.warning(
                 "job %s started but the ledger update failed: %s", job["job_name"], err.message
             )
-
-    def _adopt_existing(
-        self, job: dict[str, Any], described: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
-        described = described or self._describe_remote(job["job_name"])
-        if described is None:
-            raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
-        job.update(
-            status=described["TrainingJobStatus"],
-            job_arn=described["TrainingJobArn"],
-            updated_at=self._stamp(),
-        )
-        self._record_started(job)
-        return self._view(job)
+            return dict(overlay(job, {**change.once, **change.observation}))
 
     def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
         if token["fingerprint"] != fingerprint:
@@ -343,9 +295,3 @@ class SubmitFlow:
         # The first request stopped between its ledger write and SageMaker's (or Batch's)
         # answer, or is slow: finish its work with the very same rendered request and job name.
         return self._start(job, json.loads(job["rendered"]))
-
-
-def _code(exc: Exception) -> str:
-    if isinstance(exc, ClientError):
-        return exc.response.get("Error", {}).get("Code", "")
-    return ""

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ftl_trigger.items import to_item
+from ftl_ledger.items import to_item
 from tests.lambda_support import ROOT, FakeContext, client, create_ledger_table, load_handler
 from testsupport import REGION
 

@@ -27,7 +27,7 @@ def test_an_event_that_loses_the_race_is_applied_on_top_of_the_winner(events, pr
         return job
 
     monkeypatch.setattr(ledger, "get_job", racing)
-    monkeypatch.setattr(events.runtime.recorder, "sleep", lambda _: None)
+    monkeypatch.setattr(events.runtime.recorder.writer, "sleep", lambda _: None)
     result = events(sagemaker(prefix, "InProgress", "Training", T0 + 80_000))
     assert result["updated"] is True
     # First read (lost), the racer's read, then the retry's read of the racer's record.
@@ -41,8 +41,8 @@ def test_an_event_that_loses_the_race_is_applied_on_top_of_the_winner(events, pr
 def test_a_job_that_keeps_changing_gives_the_event_back_to_eventbridge(events, prefix, monkeypatch):
     put_team_job(events, prefix)
     recorder = events.runtime.recorder
-    monkeypatch.setattr(recorder.ledger, "update_job_if_unchanged", lambda *a, **k: False)
-    monkeypatch.setattr(recorder, "sleep", lambda _: None)
+    monkeypatch.setattr(recorder.ledger, "write_job", lambda *a, **k: False)
+    monkeypatch.setattr(recorder.writer, "sleep", lambda _: None)
     # The handler fails, so Lambda reports an error and EventBridge retries the event.
     with pytest.raises(Conflict, match="changed on every one of"):
         events(batch(prefix, "RUNNABLE"))

@@ -2,7 +2,8 @@
 exactly-once): every order of a queued job's realistic life gives the same ledger item, gives
 the team's usage back once with the job's cost, announces once, and a replay changes nothing.
 
-All 720 orders run through the function's own rules (parse, merge, settle) in memory; a
+All 720 orders run through the function's own rules (parse, then ``jobmodel.job.plan``: the
+one writer's merge and settlement) in memory; a
 sample of them runs through the handler against moto (each order takes a few dozen DynamoDB
 calls): the natural order, its reverse, and 30 drawn with a fixed seed, in which every event
 comes at every position and before every other event."""
@@ -15,10 +16,9 @@ import random
 
 import pytest
 
-from ftl_events.apply import overlay
 from ftl_events.parse import parse
 from jobmodel import quotas as Q
-from jobmodel.training_state import merge
+from jobmodel.job import Change, plan
 from tests.unit.job_events.sequences import life, training_name
 
 # Attributes that record when and how often the item was written, not what it says.
@@ -79,6 +79,9 @@ def _run(events, published, prefix, capsys, order, index):
     team = f"team{index}"
     _put(events, name, team)
     sequence = life(name)
+    for event in sequence:  # Batch queued the job in its team's share
+        if event["source"] == "aws.batch":
+            event["detail"]["shareIdentifier"] = team
     capsys.readouterr()
     before = len(published.messages)
     for i in order:
@@ -101,14 +104,13 @@ def _settle_in_memory(order: tuple[int, ...]) -> tuple[dict, dict[str, float], i
     ends = 0
     sequence = [parse(event) for event in life("job")]
     for i in [*order, *range(6)]:  # then a replay of everything
-        changes = merge(job, sequence[i].update)
-        if not changes:
+        write = plan(job, Change(sequence[i].update), stamp="now")
+        if write is None:
             continue
-        settlement = Q.settle(job, overlay(job, changes))
-        after = overlay(job, {**changes, **settlement.changes})
-        usage["releases"] += settlement.release
-        usage["spend"] += (settlement.cost or 0) if settlement.release else 0
-        usage["spend"] += settlement.add_spend or 0
+        after = write.after
+        usage["releases"] += write.release
+        usage["spend"] += (write.cost or 0) if write.release else 0
+        usage["spend"] += write.add_spend or 0
         ends += after["status"] in Q.TERMINAL_STATUSES and job["status"] not in Q.TERMINAL_STATUSES
         job = after
     return job, usage, ends

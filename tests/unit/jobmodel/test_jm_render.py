@@ -428,3 +428,28 @@ def test_render_validates_against_the_botocore_model(render: Render) -> None:
         for spot in (True, False):
             report = validator.validate(render(template=name, spot=spot), shape)
             assert not report.has_errors(), report.generate_report()
+
+
+# -- the launcher's own tags (jobmodel.names) ------------------------------------------------
+
+
+def test_the_launchers_tags_are_the_named_list_and_their_count_is_derived_from_it(
+    catalog: dict[str, jm.TemplateSpec], platform: jm.PlatformConfig
+) -> None:
+    """Every ``ftl:`` tag the renderer writes is one of ``names``' keys, and the tags it adds
+    beyond the platform's, template's and caller's are exactly ``launcher_tag_count``: the
+    limit checks (request and template validation) count the same tags the renderer writes."""
+    from jobmodel import names as N
+
+    spec = catalog["bert-large-qa"]
+    fields = {"template": spec.name, "client_token": "tok-1", "tags": {"project": "x"}}
+    req = jm.validate_submit(fields, {spec.name: spec}, platform)
+    for team, role in ((None, None), ("team-a", "arn:aws:iam::123456789012:role/team-a")):
+        rendered = jm.render_create_training_job(
+            req, spec, platform, job_name=JOB, requested_by="alice", team=team, role_arn=role
+        )
+        keys = {t["Key"] for t in rendered["Tags"]}
+        own = keys - set(platform.platform_tags) - set(spec.tags) - set(req.tags)
+        named = {*N.LAUNCHER_TAG_KEYS, N.TEAM_TAG_KEY}
+        assert {k for k in keys if k.startswith("ftl:")} <= named
+        assert own <= named and len(own) == N.launcher_tag_count(team=team is not None)

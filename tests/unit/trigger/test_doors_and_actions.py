@@ -171,6 +171,44 @@ def test_stop_calls_sagemaker_and_records_stopping(launcher, prefix, monkeypatch
     assert item["status"]["S"] == "Stopping"
 
 
+def test_a_stop_racing_the_jobs_end_keeps_the_end_and_publishes_it_once(
+    launcher, prefix, monkeypatch, capsys
+):
+    """The job ends (and the job-events function records ``Stopped``, printing its line)
+    while the stop call is in flight: the stop's ``Stopping`` must not overwrite the terminal
+    status, so no later describe records (and publishes) the same end a second time."""
+    name = launcher({"template": "distilbert-spot", "job_name": prefix})["job_name"]
+    sm = launcher.module.RUNTIME.sagemaker
+    seen = {"TrainingJobStatus": "InProgress"}
+
+    def fake_describe(**kwargs):
+        return {"TrainingJobName": name, "TrainingJobArn": "arn:x", **seen}
+
+    def job_ends_meanwhile(params, **kwargs):
+        seen["TrainingJobStatus"] = "Stopped"  # SageMaker ended it; job-events wrote it first
+        launcher.dynamodb.update_item(
+            TableName=launcher.table,
+            Key={"pk": {"S": f"job#{name}"}},
+            UpdateExpression="SET #s = :s ADD revision :one",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": "Stopped"}, ":one": {"N": "1"}},
+        )
+        return AWSResponse("https://sagemaker", 200, {}, None), {}
+
+    monkeypatch.setattr(sm, "describe_training_job", fake_describe)
+    sm.meta.events.register("before-call.sagemaker.StopTrainingJob", job_ends_meanwhile)
+    capsys.readouterr()
+    try:
+        resp = launcher({"action": "stop", "job_name": name})
+    finally:
+        sm.meta.events.unregister("before-call.sagemaker.StopTrainingJob", job_ends_meanwhile)
+    assert resp["status"] == "Stopped", resp
+    (item,) = [i for i in launcher.ledger_items() if i["pk"]["S"] == f"job#{name}"]
+    assert item["status"]["S"] == "Stopped"
+    assert launcher({"action": "describe", "job_name": name})["status"] == "Stopped"
+    assert "JobsStopped" not in emf_totals(emf_records(capsys.readouterr().out), name)
+
+
 def test_stop_of_a_finished_job_is_a_no_op(launcher, prefix):
     name = launcher({"template": "distilbert-spot", "job_name": prefix})["job_name"]
     resp = launcher({"action": "stop", "job_name": name})

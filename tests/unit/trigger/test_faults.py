@@ -330,8 +330,9 @@ def test_a_lost_token_race_where_the_winner_freed_the_token_claims_again(launche
 
 
 def test_a_failed_status_condition_after_create_still_answers_with_the_job(launcher, prefix):
-    """The job-events handler (or a peer) moved the job on first: the conditional update
-    from Submitting fails, and the caller still gets the job it started."""
+    """The conditional write of the start fails as if another writer had moved the job on
+    first: the one writer reads the job again and plans again (here nothing had moved, so the
+    second write applies), and the caller gets the job it started."""
     fault = Inject(
         launcher,
         "dynamodb",
@@ -341,9 +342,11 @@ def test_a_failed_status_condition_after_create_still_answers_with_the_job(launc
     )
     with fault:
         resp = launcher(request_for(prefix))
-    assert fault.sent == 1
+    assert fault.sent == 2
     assert resp["status"] == "InProgress"
     assert jobs(launcher, prefix) == [resp["job_name"]]
+    (job,) = jobs_in_ledger(launcher)
+    assert job["status"]["S"] == "InProgress" and job["revision"]["N"] == "1"
 
 
 @pytest.mark.parametrize(
@@ -452,3 +455,32 @@ def test_ledger_throttled_after_the_job_started_still_answers_with_the_job(launc
         resp = launcher(request_for(prefix, token=False))
     assert "error" not in resp, resp
     assert jobs(launcher, prefix) == [resp["job_name"]]
+
+
+def test_a_job_left_submitting_by_a_failed_ledger_write_is_repaired_by_describe(
+    launcher, prefix, monkeypatch
+):
+    """CreateTrainingJob succeeded, the ledger update failed on every attempt, and nobody
+    replays the request: once the grace has passed, describe asks SageMaker for the job by
+    its name and repairs the record, so describe and stop stop answering from a stale
+    ``Submitting``."""
+    from datetime import timedelta
+
+    from ftl_trigger import actions
+
+    code = "ProvisionedThroughputExceededException"
+    with Inject(launcher, "dynamodb", "UpdateItem", lambda r: aws_error(r, 400, code)):
+        first = launcher(request_for(prefix, token=False))
+    name = first["job_name"]
+    (job,) = jobs_in_ledger(launcher)
+    assert job["status"]["S"] == "Submitting"
+    assert launcher({"action": "describe", "job_name": name})["status"] == "Submitting"
+    runtime = launcher.module.RUNTIME
+    later = runtime.now() + timedelta(seconds=actions.SUBMIT_GRACE_S + 1)
+    monkeypatch.setattr(runtime, "now", lambda: later)
+    described = launcher({"action": "describe", "job_name": name})
+    assert described["status"] == "Completed", described  # moto ends jobs at once
+    assert described["job_arn"].endswith(name)
+    (job,) = jobs_in_ledger(launcher)
+    assert job["status"]["S"] == "Completed" and job["job_arn"]["S"] == described["job_arn"]
+    assert launcher({"action": "stop", "job_name": name})["status"] == "Completed"

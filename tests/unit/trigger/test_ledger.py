@@ -12,14 +12,15 @@ from botocore.stub import Stubber
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ftl_trigger import items
-from ftl_trigger.ledger import (
+from ftl_ledger import items
+from ftl_ledger.ledger import (
     REVISION,
     Ledger,
     LimitRace,
     MonthTurned,
     NameTaken,
     TokenTaken,
+    token_pk,
 )
 from jobmodel import quotas as Q
 from jobmodel.errors import Throttled, UpstreamError
@@ -130,56 +131,66 @@ def test_a_claim_over_the_teams_limit_is_a_limit_race(ledger):
     assert ledger.get_usage("nlp")["instances"] == 2 and ledger.get_job("b-2") is None
 
 
-# ------------------------------------------------------------------------ job updates
-def test_every_update_counts_a_revision(ledger):
+def test_the_teams_first_claim_creates_its_usage_item(ledger):
+    limits = TeamLimits(max_instances=3, monthly_budget_usd=10)
+    claim = Q.claim_update(ledger.table, "cv", MONTH, limits, count=2, estimate=4.0)
+    assert ledger.get_usage("cv") is None
+    ledger.claim(_job("f-1", team="cv"), None, claim)
+    usage = ledger.get_usage("cv")
+    assert (usage["month"], usage["team_usage"], usage["instances"]) == (MONTH, "cv", 2)
+    assert (usage["reserved"], usage["committed"], usage["spend"]) == (4.0, 4.0, 0)
+    with pytest.raises(LimitRace):  # the item exists now: its limits hold the second claim
+        ledger.claim(_job("f-2", team="cv"), None, claim)
+
+
+# ------------------------------------------------------------------------ job writes
+def _at(revision=None, status="Submitting") -> dict:
+    return {"status": status, REVISION: revision}
+
+
+def test_every_write_counts_a_revision_over_the_status_and_revision_read(ledger):
     ledger.claim(_job("c-1"), None)
     assert REVISION not in ledger.get_job("c-1")
-    assert ledger.update_job("c-1", {"status": "InProgress"}, expect_status="Submitting")
-    assert not ledger.update_job("c-1", {"status": "Failed"}, expect_status="Submitting")
+    assert ledger.write_job("c-1", {"status": "InProgress"}, expect=_at())
+    assert not ledger.write_job("c-1", {"status": "Failed"}, expect=_at())  # stale read
+    assert not ledger.write_job("c-1", {"status": "Failed"}, expect=_at(1))  # status moved on
     job = ledger.get_job("c-1")
     assert job["status"] == "InProgress" and job[REVISION] == 1
-    assert not ledger.update_job("nope", {"status": "InProgress"})
+    assert ledger.write_job("c-1", {"status": "Failed"}, expect=_at(1, "InProgress"))
+    assert not ledger.write_job("nope", {"status": "InProgress"}, expect=_at())
 
 
-def test_a_checked_update_writes_only_over_the_revision_it_read(ledger):
+def test_a_write_removes_none_values(ledger):
     ledger.claim(_job("d-1", queue_reason="waiting for capacity"), None)
-    read = ledger.get_job("d-1")
     changes = {"status": "InProgress", "queue_reason": None, "final_metrics": {"f1": 0.9}}
-    assert ledger.update_job_if_unchanged("d-1", changes, revision=read.get(REVISION))
-    # A second writer that read the same revision lost the race: nothing is written.
-    assert not ledger.update_job_if_unchanged("d-1", {"status": "Queued"}, revision=None)
+    assert ledger.write_job("d-1", changes, expect=_at())
     job = ledger.get_job("d-1")
     assert job["status"] == "InProgress" and "queue_reason" not in job
     assert job["final_metrics"] == {"f1": 0.9} and job[REVISION] == 1
-    assert ledger.update_job_if_unchanged("d-1", {"status": "Completed"}, revision=1)
-    assert not ledger.update_job_if_unchanged("gone", {"status": "Completed"}, revision=None)
 
 
-def test_a_checked_update_gives_usage_back_in_the_same_transaction(ledger):
+def test_a_write_gives_usage_back_in_the_same_transaction(ledger):
     _usage(ledger, "nlp")
     ledger.update_if(
         Q.claim_update(ledger.table, "nlp", MONTH, TeamLimits(), count=2, estimate=10.0)
     )
     ledger.claim(_job("e-1", team="nlp"), None)
     release = Q.release_update(ledger.table, "nlp", MONTH, count=2, estimate=10.0, cost=4.0)
-    assert ledger.update_job_if_unchanged(
-        "e-1", {"status": "Completed", "usage_released": True}, revision=None, usage=release
-    )
+    done = {"status": "Completed", "usage_released": True}
+    assert ledger.write_job("e-1", done, expect=_at(), usage=release)
     usage = ledger.get_usage("nlp")
     assert usage["instances"] == 0 and float(usage["spend"]) == 4.0
-    # Stale revision: neither the job nor the usage changes.
-    assert not ledger.update_job_if_unchanged(
-        "e-1", {"status": "Failed"}, revision=None, usage=release
-    )
+    # Stale read: neither the job nor the usage changes.
+    assert not ledger.write_job("e-1", {"status": "Failed"}, expect=_at(), usage=release)
     assert ledger.get_usage("nlp")["instances"] == 0
 
 
-def test_a_checked_update_for_a_month_the_usage_has_left_is_month_turned(ledger):
+def test_a_write_for_a_month_the_usage_has_left_is_month_turned(ledger):
     _usage(ledger, "nlp", month="2026-12")
     ledger.claim(_job("f-1", team="nlp"), None)
     release = Q.release_update(ledger.table, "nlp", MONTH, count=2, estimate=None, cost=None)
     with pytest.raises(MonthTurned):
-        ledger.update_job_if_unchanged("f-1", {"status": "Stopped"}, revision=None, usage=release)
+        ledger.write_job("f-1", {"status": "Stopped"}, expect=_at(), usage=release)
     assert ledger.get_job("f-1")["status"] == "Submitting"
 
 
@@ -189,23 +200,12 @@ def test_a_failed_start_frees_the_token_and_gives_usage_back(ledger):
     token = {"client_token": "tok", "job_name": "g-1", "fingerprint": "f"}
     ledger.claim(_job("g-1", team="nlp"), token, claim)
     release = Q.release_update(ledger.table, "nlp", MONTH, count=2, estimate=None, cost=None)
-    ledger.fail_job("g-1", {"status": "FailedToStart"}, "tok", team="nlp", release=release)
+    failed = {"status": "FailedToStart", "usage_released": True}
+    freed = token_pk("tok", "nlp")
+    assert ledger.write_job("g-1", failed, expect=_at(), usage=release, free_token=freed)
     job = ledger.get_job("g-1")
     assert job["status"] == "FailedToStart" and job["usage_released"] is True
     assert ledger.get_token("tok", "nlp") is None and ledger.get_usage("nlp")["instances"] == 0
-
-
-def test_a_jobs_end_gives_usage_back_once(ledger):
-    _usage(ledger, "nlp")
-    ledger.claim(_job("h-1", team="nlp"), None)
-    release = Q.release_update(ledger.table, "nlp", MONTH, count=2, estimate=None, cost=3.0)
-    assert ledger.finish_job("h-1", {"status": "Completed"}, release)
-    assert not ledger.finish_job("h-1", {"status": "Completed"}, release)
-    assert float(ledger.get_usage("nlp")["spend"]) == 3.0
-    stale = Q.release_update(ledger.table, "nlp", "2001-01", count=2, estimate=None, cost=3.0)
-    ledger.claim(_job("h-2", team="nlp"), None)
-    with pytest.raises(MonthTurned):
-        ledger.finish_job("h-2", {"status": "Completed"}, stale)
 
 
 def test_list_pages_newest_first(ledger):
@@ -253,7 +253,7 @@ def test_a_throttled_transaction_is_throttled_not_a_lost_race():
         modeled_fields={"CancellationReasons": [{"Code": "ThrottlingError"}, {"Code": "None"}]},
     )
     with stub, pytest.raises(Throttled, match="DynamoDB TransactWriteItems"):
-        ledger.update_job_if_unchanged("x", {"status": "Completed"}, revision=1, usage=RELEASE)
+        ledger.write_job("x", {"status": "Completed"}, expect=_at(1), usage=RELEASE)
 
 
 def test_a_transaction_conflict_is_a_lost_race_to_retry():
@@ -265,9 +265,7 @@ def test_a_transaction_conflict_is_a_lost_race_to_retry():
         modeled_fields={"CancellationReasons": [{"Code": "TransactionConflict"}, {"Code": "None"}]},
     )
     with stub:
-        assert not ledger.update_job_if_unchanged(
-            "x", {"status": "Completed"}, revision=1, usage=RELEASE
-        )
+        assert not ledger.write_job("x", {"status": "Completed"}, expect=_at(1), usage=RELEASE)
 
 
 def test_an_unreachable_dynamodb_is_an_upstream_error():

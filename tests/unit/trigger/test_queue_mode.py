@@ -264,6 +264,40 @@ def test_a_crash_before_the_ledger_knew_the_batch_job_is_finished_by_the_retry(
     assert queued(dict(request))["batch_job_id"] == sent.job_id
 
 
+def test_a_job_batch_queued_but_the_ledger_never_learned_is_repaired_by_describe(
+    queued, prefix, monkeypatch
+):
+    """SubmitServiceJob queued the job, then the container died before the ledger write, and
+    the request had no client_token to replay: after the grace, describe finds the job on
+    the queue by its name and records it Queued (stop then terminates it)."""
+    from datetime import timedelta
+
+    from ftl_trigger import actions
+
+    client = queued.module.RUNTIME.batch
+    real = client.submit_service_job
+
+    def crash(**kwargs):
+        real(**kwargs)
+        raise SystemExit("container killed")
+
+    monkeypatch.setattr(client, "submit_service_job", crash)
+    with pytest.raises(SystemExit):
+        queued(job(prefix))
+    monkeypatch.setattr(client, "submit_service_job", real)
+    (claimed,) = items(queued)
+    name = claimed["job_name"]["S"]
+    assert queued({"action": "describe", "job_name": name})["status"] == "Submitting"
+    runtime = queued.module.RUNTIME
+    later = runtime.now() + timedelta(seconds=actions.SUBMIT_GRACE_S + 1)
+    monkeypatch.setattr(runtime, "now", lambda: later)
+    (sent,) = queued.batch_jobs()
+    described = queued({"action": "describe", "job_name": name})
+    assert described["status"] == "Queued" and described["batch_job_id"] == sent.job_id
+    assert record(queued, name)["status"] == "Queued"
+    assert queued({"action": "stop", "job_name": name})["status"] == "Stopped"
+
+
 def test_twenty_concurrent_duplicates_queue_one_job(queued, prefix):
     request = job(prefix, client_token=prefix)
     with ThreadPoolExecutor(max_workers=10) as pool:
@@ -520,7 +554,7 @@ def test_describe_writes_back_only_over_the_state_it_read(queued, prefix, monkey
 
 
 def test_ledger_write_job_conditions_removals_and_one_release(queued, prefix):
-    from ftl_trigger.ledger import Ledger
+    from ftl_ledger.ledger import Ledger
     from jobmodel import quotas
 
     resp = queued(job(prefix))
@@ -533,12 +567,23 @@ def test_ledger_write_job_conditions_removals_and_one_release(queued, prefix):
     )
     item = ledger.get_job(name)
     assert "queue_reason" not in item and item["updated_at"] == "y"
-    queued.module.LAUNCHER.usage.current("alpha")
-    release = quotas.release_update(
-        queued.table, "alpha", quotas.month_of(queued.module.RUNTIME.now()), count=1, estimate=1.0,
-        cost=None,
-    )  # fmt: skip
-    assert ledger.write_job(name, {"status": "Stopped"}, expect={}, release=release)
-    assert not ledger.write_job(name, {"status": "Stopped"}, expect={}, release=release)
+    month = quotas.month_of(queued.module.RUNTIME.now())
+    assert ledger.put_if_absent(quotas.usage_item(queued.table, "alpha", month))
+    release = quotas.release_update(queued.table, "alpha", month, count=1, estimate=1.0, cost=None)
+    read = {"revision": ledger.get_job(name)["revision"]}
+    stopped = {"status": "Stopped", "usage_released": True}
+    assert ledger.write_job(name, stopped, expect=read, usage=release)
+    assert not ledger.write_job(name, stopped, expect=read, usage=release)  # stale read
     assert ledger.get_job(name)["usage_released"] is True
     assert ledger.get_usage("alpha")["instances"] == -1  # given back once
+
+
+def test_the_backend_is_chosen_once_from_the_scheduler(launcher, queued):
+    """Starting a claimed job is one interface (ftl_trigger.backend) with one module per
+    way of getting capacity, picked from FTL_SCHEDULER when the container starts."""
+    from ftl_trigger.backend import BACKENDS
+    from jobmodel.scheduler import SCHEDULERS
+
+    assert set(BACKENDS) == set(SCHEDULERS)
+    assert launcher.module.LAUNCHER.backend.name == "direct"
+    assert queued.module.LAUNCHER.backend.name == "queue"

@@ -227,6 +227,22 @@ def test_next_tokens_are_bound_to_the_team(teams, prefix):
     assert resp["error"]["field"] == "next_token"
 
 
+def test_an_admins_next_token_is_bound_to_the_team_it_listed(teams, prefix):
+    """A token from an admin's list of team alpha continues only that list: with team beta
+    (or no team) it is refused, naming next_token, not read as a page of beta's jobs."""
+    for alias in ("team-alpha", "team-alpha", "team-beta"):
+        teams(job(prefix), alias=alias)
+    page = teams({"action": "list", "limit": 1, "team": "alpha"}, alias="admin")
+    token = page["next_token"]
+    same = {"action": "list", "limit": 1, "team": "alpha", "next_token": token}
+    again = teams(same, alias="admin")
+    assert [j["team"] for j in again["jobs"]] == ["alpha"]
+    for other in ({"team": "beta"}, {}):
+        resp = teams({"action": "list", "next_token": token, **other}, alias="admin")
+        assert resp["error"]["type"] == "ValidationError", resp
+        assert resp["error"]["field"] == "next_token"
+
+
 def test_whoami_on_both_doors(teams):
     assert teams({"action": "whoami"}, alias="team-alpha")["team"] == "alpha"
     status, me = as_user(teams, BOB, "GET", "/whoami")
@@ -237,9 +253,12 @@ def test_whoami_on_both_doors(teams):
 
 
 def test_stop_of_a_job_still_submitting_is_a_conflict(teams, prefix, monkeypatch):
-    from ftl_trigger import submit
+    from ftl_trigger import backend_direct
 
-    monkeypatch.setattr(submit, "start_job", lambda sm, rendered: (_ for _ in ()).throw(SystemExit))
+    def crash(sm, rendered):
+        raise SystemExit
+
+    monkeypatch.setattr(backend_direct, "start_job", crash)
     with pytest.raises(SystemExit):
         teams(job(prefix), alias="team-alpha")
     (item,) = [i for i in teams.ledger_items() if i["pk"]["S"].startswith("job#")]
@@ -295,6 +314,22 @@ def test_limits_refuse_with_quota_exceeded_and_start_nothing(capped, prefix):
     assert over["limit"] == "monthly_budget_usd" and over["current_use"] == pytest.approx(18)
     assert len(capped.jobs_named("beta-" + prefix)) == 3
     assert capped({"action": "whoami"}, alias="team-beta")["usage"]["instances"] == 3
+
+
+def test_a_refused_submit_writes_no_usage_record(capped, prefix):
+    """QuotaExceeded writes nothing (docs/API.md, Limits): not even an all-zero usage item
+    for a team that has never started a job; the first job that fits creates it."""
+    before = capped.ledger_items()
+    refused = capped(job(prefix, max_runtime_seconds=12 * 3600, spot=False), alias="team-beta")
+    assert refused["error"]["type"] == "QuotaExceeded"
+    assert capped.ledger_items() == before
+    assert capped({"action": "whoami"}, alias="team-beta")["usage"]["instances"] == 0
+    assert capped.ledger_items() == before  # whoami reads only
+    assert capped(job(prefix, max_runtime_seconds=3600), alias="team-beta")["status"] == (
+        "InProgress"
+    )
+    usage = [i for i in capped.ledger_items() if i["pk"]["S"] == "usage#beta"]
+    assert [(u["instances"]["N"], u["team_usage"]["S"]) for u in usage] == [("1", "beta")]
 
 
 def test_concurrent_submits_start_exactly_the_jobs_that_fit(capped, prefix):

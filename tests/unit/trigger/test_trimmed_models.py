@@ -24,7 +24,13 @@ from ftl_constructs.botocore_models import (
     latest_version,
     trim_service_model,
 )
-from ftl_constructs.bundling import BOTOCORE_DATA, ROOT, TRIGGER_OPERATIONS, lambda_bundle
+from ftl_constructs.bundling import (
+    BOTOCORE_DATA,
+    LEDGER_PACKAGE,
+    ROOT,
+    TRIGGER_OPERATIONS,
+    lambda_bundle,
+)
 from tests.lambda_support import (
     FakeContext,
     create_ledger_table,
@@ -43,7 +49,7 @@ def _bundle() -> Path:
     return lambda_bundle(
         "trigger-trimmed-test",
         code_dir=TRIGGER_CODE,
-        packages=[ROOT / "jobmodel"],
+        packages=[ROOT / "jobmodel", LEDGER_PACKAGE],
         aws_operations=OPERATIONS,
     )
 
@@ -60,7 +66,7 @@ def _client_calls() -> set[str]:
     ``get_paginator("name")``/``get_waiter("name")`` argument."""
     clients = {*OPERATIONS, "client"}
     names: set[str] = set()
-    for path in TRIGGER_CODE.rglob("*.py"):
+    for path in [*TRIGGER_CODE.rglob("*.py"), *LEDGER_PACKAGE.rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue

@@ -9,10 +9,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from ftl_trigger.ledger import Ledger, MonthTurned
-from jobmodel import TERMINAL_STATUSES
+from ftl_ledger.ledger import Ledger
 from jobmodel import quotas as Q
-from jobmodel.pricing import cost_usd
 
 
 class TeamUsage:
@@ -24,19 +22,14 @@ class TeamUsage:
         return Q.month_of(self.now())
 
     def current(self, team: str) -> Q.Usage:
-        """This month's usage, creating the item or starting the month where needed."""
-        month = self.month()
-        item = self.ledger.get_usage(team)
-        if item is None:
-            self.ledger.put_if_absent(Q.usage_item(self.ledger.table, team, month))
-            item = self.ledger.get_usage(team)
-        elif item.get("month") != month:
-            self.ledger.update_if(Q.rollover_update(self.ledger.table, team, item["month"], month))
-            item = self.ledger.get_usage(team)
-        return Q.Usage.from_item(item, month)
+        """This month's usage, starting the month on the team's item where it holds an older
+        one. A missing item is not created: the team's first claim does (``Q.claim_update``),
+        so a refused submit writes nothing."""
+        month = self.roll(team)
+        return Q.Usage.from_item(self.ledger.get_usage(team), month)
 
     def peek(self, team: str) -> Q.Usage:
-        """This month's usage, read only (a dry run writes nothing, not even the item)."""
+        """This month's usage, read only (a dry run, a check, whoami: nothing written)."""
         return Q.Usage.from_item(self.ledger.get_usage(team), self.month())
 
     def release_update(self, job: Mapping[str, Any], cost: float | None) -> dict[str, Any]:
@@ -67,32 +60,3 @@ class TeamUsage:
     def month_spend(self, team: str) -> float:
         """The team's spend of jobs that ended this month, as the ledger holds it now."""
         return Q.Usage.from_item(self.ledger.get_usage(team), self.month()).spend
-
-    def finish(self, job: Mapping[str, Any], changes: dict[str, Any]) -> bool:
-        """Record a terminal status (``changes``) and give the job's usage back, once.
-
-        Returns False when the usage was already given back (a job-events update or another
-        describe got there first); the caller then writes ``changes`` without the usage.
-        """
-        cost = cost_usd(
-            job.get("price_usd_per_hour"),
-            int(job["instance_count"]),
-            changes.get("billable_seconds"),
-        )
-        if cost is not None:
-            changes["cost_usd"] = cost
-        if job.get("team") is None or job.get("usage_released"):
-            return False
-        if changes.get("status") not in TERMINAL_STATUSES:
-            return False
-        # usage_spend_usd: what this release adds to the month's spend (0 = cost not known
-        # yet; the job-events function adds it once it is, jobmodel.quotas).
-        values = {**changes, "usage_spend_usd": cost or 0.0}
-        for _ in range(3):  # the month can turn between reading and writing
-            try:
-                return self.ledger.finish_job(
-                    job["job_name"], values, self.release_update(job, cost)
-                )
-            except MonthTurned:
-                continue
-        return False

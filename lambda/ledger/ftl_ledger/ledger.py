@@ -5,9 +5,9 @@ Items:
   its hash, status, price and estimate; ``gsi_pk = "job"`` and ``gsi_sk =
   "<created_at>#<name>"`` list all jobs newest first (index ``by-created``); ``team`` with the
   same ``gsi_sk`` lists one team's jobs (index ``by-team``, teams deployments only).
-  ``revision`` counts the writes to a job after its claim: every update here adds one, so a
-  writer that read the item can write only if nothing changed since
-  (:meth:`Ledger.update_job_if_unchanged`, the job-events function's optimistic concurrency).
+  ``revision`` counts the writes to a job after its claim: every write adds one, so a writer
+  that read the item writes only if nothing changed since (:meth:`Ledger.write_job`, made
+  by the one writer, ``ftl_ledger.writer``).
 * ``pk = "token#<client_token>"`` (single-team) or ``"token#<team>#<client_token>"``: which
   job a token started and the request's fingerprint. Tokens are scoped per team.
 * ``pk = "usage#<team>"``: the team's usage (``jobmodel.quotas``).
@@ -20,7 +20,7 @@ take a team past its limits.
 Failures: a condition that does not hold is this module's own exception or a ``False``
 return, as each method says; any other DynamoDB failure is the contract's error
 (``Throttled`` or ``UpstreamError``, ``jobmodel.errors.aws_error``), naming the operation.
-The job-events function ships this package too (``ftl_constructs/job_events.py``).
+Both functions ship this package (``ftl_constructs/launcher.py``, ``job_events.py``).
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ftl_trigger.items import from_item, to_item, update_request
-from ftl_trigger.ledger_calls import (
+from ftl_ledger.calls import (
     LimitRace,
     MonthTurned,
     NameTaken,
@@ -37,6 +36,8 @@ from ftl_trigger.ledger_calls import (
     TokenTaken,
     dynamodb_call,
 )
+from ftl_ledger.items import from_item, to_item, update_request
+from jobmodel.job import REVISION
 from jobmodel.names import JOB_INDEX, TEAM_INDEX
 
 __all__ = [
@@ -55,7 +56,6 @@ __all__ = [
 
 JOB = "job#"
 TOKEN = "token#"
-REVISION = "revision"  # the job item's write counter (module docstring)
 _BUMP = {REVISION: 1}
 
 
@@ -111,7 +111,7 @@ class Ledger:
         }
         if self.put_if_absent(put):
             return bytes.fromhex(fresh)
-        return bytes.fromhex(self._get("secret#paging")["key"])
+        return bytes.fromhex((self._get("secret#paging") or {})["key"])
 
     # ----------------------------------------------------------------- claim
     def claim(
@@ -159,124 +159,26 @@ class Ledger:
                     raise kind(job["job_name"]) from None
             raise refused.as_error() from None
 
-    # ------------------------------------------------------------ job updates
-    def update_job(
-        self, name: str, values: Mapping[str, Any], *, expect_status: str | None = None
-    ) -> bool:
-        """Set attributes on an existing job; False if the expected status no longer holds."""
-        condition, names, expected = "attribute_exists(pk)", {}, {}
-        if expect_status is not None:
-            condition += " AND #status = :expected"
-            names, expected = {"#status": "status"}, {":expected": expect_status}
-        update = update_request(
-            self.table,
-            JOB + name,
-            values,
-            add=_BUMP,
-            condition=condition,
-            names=names,
-            condition_values=expected,
-        )
-        return self.update_if(update)
-
-    def update_job_if_unchanged(
-        self,
-        name: str,
-        values: Mapping[str, Any],
-        *,
-        revision: int | None,
-        usage: Mapping[str, Any] | None = None,
-    ) -> bool:
-        """Write ``values`` (``None`` removes an attribute) only if the job's ``revision`` is
-        still the one read (``None``: the job has never been updated), and with ``usage`` (a
-        usage-item update, e.g. ``jobmodel.quotas.release_update``) in the same transaction.
-
-        False when another write came first (read the job again and retry); ``MonthTurned``
-        when ``usage`` expected a month its item has left.
-        """
-        if revision is None:
-            condition, current = "attribute_exists(pk) AND attribute_not_exists(#rev)", {}
-        else:
-            condition, current = "attribute_exists(pk) AND #rev = :rev", {":rev": revision}
-        update = update_request(
-            self.table,
-            JOB + name,
-            values,
-            add=_BUMP,
-            condition=condition,
-            names={"#rev": REVISION},
-            condition_values=current,
-        )
-        return self._update_with(name, update, usage)
-
-    def fail_job(
-        self,
-        name: str,
-        values: Mapping[str, Any],
-        token: str | None,
-        *,
-        team: str | None = None,
-        release: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Record a failed start, free the token so the same request can be retried, and give
-        the job's usage back (``release``: a ``jobmodel.quotas.release_update``)."""
-        if release is not None:
-            values = {**values, "usage_released": True}
-        items = [{"Update": update_request(self.table, JOB + name, values, add=_BUMP)}]
-        if token is not None:
-            delete = {
-                "TableName": self.table,
-                "Key": {"pk": {"S": token_pk(token, team)}},
-                "ConditionExpression": "job_name = :job",
-                "ExpressionAttributeValues": {":job": {"S": name}},
-            }
-            items.append({"Delete": delete})
-        if release is not None:
-            items.append({"Update": dict(release)})
-        try:
-            self._transact(items)
-        except Refused as refused:
-            if release is not None and refused.failed(len(items) - 1):
-                raise MonthTurned(name) from None
-            raise refused.as_error() from None
-
-    def finish_job(self, name: str, values: Mapping[str, Any], release: Mapping[str, Any]) -> bool:
-        """Record a job's end and give its usage back, once; False if already given back."""
-        update = update_request(
-            self.table,
-            JOB + name,
-            {**values, "usage_released": True},
-            add=_BUMP,
-            condition="attribute_exists(pk) AND attribute_not_exists(#released)",
-            names={"#released": "usage_released"},
-        )
-        try:
-            self._transact([{"Update": update}, {"Update": dict(release)}])
-        except Refused as refused:
-            if refused.failed(0):
-                return False
-            if refused.failed(1):
-                raise MonthTurned(name) from None
-            raise refused.as_error() from None
-        return True
-
+    # ------------------------------------------------------------- job writes
     def write_job(
         self,
         name: str,
         changes: Mapping[str, Any],
         *,
         expect: Mapping[str, Any],
-        release: Mapping[str, Any] | None = None,
+        usage: Mapping[str, Any] | None = None,
+        free_token: str | None = None,
     ) -> bool:
         """Apply ``changes`` to job ``name`` (``None`` removes the attribute) only if every
-        ``expect``ed attribute still has that value (``None``: absent); with ``release`` (a
-        ``jobmodel.quotas.release_update``) also give the job's usage back, once. Adds one to
-        the job's ``revision`` like every job write. False when the job changed meanwhile or
-        its usage was already given back (read it and decide again); ``MonthTurned`` when the
-        usage item has left the month."""
-        sets = dict(changes)
-        if release is not None:
-            sets["usage_released"] = True
+        ``expect``ed attribute still has that value (``None``: absent), adding one to its
+        ``revision``; in the same transaction, ``usage`` (a usage-item update, e.g.
+        ``jobmodel.quotas.release_update``) and the deletion of the token item ``free_token``
+        (a ``token_pk``; only while it is still this job's).
+
+        The one write of an existing job: ``ftl_ledger.writer.JobWriter`` makes it. False
+        when the job changed meanwhile (read it and decide again); ``MonthTurned`` when only
+        the usage item's month condition failed.
+        """
         names, values, conditions = {}, {}, ["attribute_exists(pk)"]
         for i, (key, value) in enumerate(expect.items()):
             names[f"#e{i}"] = key
@@ -285,19 +187,37 @@ class Ledger:
             else:
                 values[f":e{i}"] = value
                 conditions.append(f"#e{i} = :e{i}")
-        if release is not None:
-            names["#released"] = "usage_released"
-            conditions.append("attribute_not_exists(#released)")
         update = update_request(
             self.table,
             JOB + name,
-            sets,
+            changes,
             add=_BUMP,
             condition=" AND ".join(conditions),
             names=names,
             condition_values=values,
         )
-        return self._update_with(name, update, release)
+        items: list[dict[str, Any]] = [{"Update": update}]
+        if usage is not None:
+            items.append({"Update": dict(usage)})
+        if free_token is not None:
+            delete = {
+                "TableName": self.table,
+                "Key": {"pk": {"S": free_token}},
+                "ConditionExpression": "attribute_not_exists(pk) OR job_name = :job",
+                "ExpressionAttributeValues": {":job": {"S": name}},
+            }
+            items.append({"Delete": delete})
+        try:
+            if len(items) == 1:
+                with dynamodb_call("UpdateItem"):
+                    self.client.update_item(**update)
+            else:
+                self._transact(items)
+        except Refused as refused:
+            if usage is not None and refused.failed(1) and not refused.failed(0):
+                raise MonthTurned(name) from None
+            return False
+        return True
 
     # ------------------------------------------------------------------ list
     def list_jobs(
@@ -344,23 +264,6 @@ class Ledger:
             page = self.client.query(**kwargs)
         items = [from_item(i) for i in page.get("Items", [])]
         return items, page.get("LastEvaluatedKey")
-
-    def _update_with(
-        self, name: str, update: Mapping[str, Any], usage: Mapping[str, Any] | None
-    ) -> bool:
-        """One conditional job update, alone or in a transaction with a usage-item update.
-        False when the job's condition failed; ``MonthTurned`` when only the usage's did."""
-        try:
-            if usage is None:
-                with dynamodb_call("UpdateItem"):
-                    self.client.update_item(**update)
-            else:
-                self._transact([{"Update": dict(update)}, {"Update": dict(usage)}])
-        except Refused as refused:
-            if usage is not None and refused.failed(1) and not refused.failed(0):
-                raise MonthTurned(name) from None
-            return False
-        return True
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
         with dynamodb_call("TransactWriteItems"):

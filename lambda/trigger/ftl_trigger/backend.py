@@ -1,0 +1,87 @@
+"""How a claimed job gets capacity: one interface, one module per backend.
+
+A backend takes a job the ledger has claimed (status ``Submitting``) and its rendered
+``CreateTrainingJob`` request, and starts it: ``backend_direct`` calls SageMaker's
+``CreateTrainingJob``, ``backend_queue`` submits an AWS Batch service job. The launcher
+chooses one, once, from the scheduler configuration (``FTL_SCHEDULER``, :func:`choose`);
+submit, a token's replay and describe's repair of a stale ``Submitting`` use only this
+interface. Another way to obtain capacity (training plans, instance preferences) is another
+module with a class of this shape and one entry in :data:`BACKENDS`.
+
+A backend's writes go through the launcher's one writer (``ftl_ledger.writer``), reached
+through the :class:`Host` the backend is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from jobmodel.errors import JobModelError
+from jobmodel.job import Change, ChangeFor
+from jobmodel.scheduler import SchedulerConfig
+
+__all__ = ["BACKENDS", "Backend", "Host", "choose"]
+
+
+class Host(Protocol):
+    """What a backend uses of the launcher (``actions.Launcher``)."""
+
+    rt: Any  # ftl_trigger.dependencies.Runtime
+
+    def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
+
+    def _record_start(self, job: dict[str, Any], change: Change) -> dict[str, Any]: ...
+
+    def _record_failed(self, job: dict[str, Any], error: JobModelError) -> None: ...
+
+    def _describe_remote(self, name: str) -> dict[str, Any] | None: ...
+
+    def _now_ms(self) -> int: ...
+
+    def _map_error(self, exc: Exception, call: str) -> JobModelError: ...
+
+    def _ambiguous(self, exc: Exception) -> bool: ...
+
+
+class Backend(Protocol):
+    """Starts claimed jobs on one kind of capacity."""
+
+    name: str
+
+    def owns(self, job: Mapping[str, Any]) -> bool:
+        """Whether ``job`` was claimed for this backend (a replay or repair of a job claimed
+        under another configuration is not this backend's)."""
+        ...
+
+    def check(self, job: Mapping[str, Any], rendered: Mapping[str, Any]) -> None:
+        """Refuse, before the claim is written, what this backend cannot start
+        (``ValidationError``); dry runs run it too."""
+        ...
+
+    def start(self, job: dict[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any]:
+        """Start the claimed job; the record as the ledger then holds it. A start that
+        failed is recorded (``FailedToStart``, token freed) and raised; one that may or may
+        not have happened keeps the claim (a replay of its token finishes it)."""
+        ...
+
+    def recover(self, job: dict[str, Any]) -> dict[str, Any]:
+        """A job still ``Submitting`` after the grace: ask the capacity by the job's name and,
+        when it has the job, record the start; else return the record unchanged."""
+        ...
+
+
+def choose(host: Host, scheduler: SchedulerConfig) -> Backend:
+    """The backend the scheduler configuration names (chosen once per container)."""
+    return BACKENDS[scheduler.scheduler](host)
+
+
+def _backends() -> dict[str, Callable[[Host], Backend]]:
+    from ftl_trigger.backend_direct import DirectBackend
+    from ftl_trigger.backend_queue import QueueBackend
+
+    return {"direct": DirectBackend, "queue": QueueBackend}
+
+
+# One entry per way of getting capacity: FTL_SCHEDULER's value -> the backend's class.
+BACKENDS: dict[str, Callable[[Host], Backend]] = _backends()

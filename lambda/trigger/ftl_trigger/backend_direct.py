@@ -1,0 +1,94 @@
+"""The direct backend (``FTL_SCHEDULER=direct``): SageMaker ``CreateTrainingJob``.
+
+``start_job`` is the one call that starts a job; everything else here is what its failures
+mean: a name SageMaker already has is the claimed job itself (a peer finished the same claim),
+an answer that never came may hide a job SageMaker did create (look before calling it
+failed), and any other failure is recorded as ``FailedToStart``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from jobmodel.contract import Status
+from jobmodel.errors import Conflict, JobModelError
+from jobmodel.job import Change
+from jobmodel.training_state import from_training_job
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ftl_trigger.backend import Host
+
+__all__ = ["DirectBackend", "start_job"]
+
+
+def start_job(sagemaker: Any, rendered: Mapping[str, Any]) -> str:
+    """Start the rendered job on SageMaker; returns its ARN."""
+    return str(sagemaker.create_training_job(**rendered)["TrainingJobArn"])
+
+
+class DirectBackend:
+    name = "direct"
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+
+    def owns(self, job: Mapping[str, Any]) -> bool:
+        # A job claimed in queue mode carries a Batch priority (or job) from its claim on.
+        return job.get("priority") is None and job.get("batch_job_id") is None
+
+    def check(self, job: Mapping[str, Any], rendered: Mapping[str, Any]) -> None:
+        """Nothing beyond the job model's validation."""
+
+    def start(self, job: dict[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any]:
+        host = self.host
+        name = job["job_name"]
+        try:
+            arn = start_job(host.rt.sagemaker, rendered)
+        except (ClientError, BotoCoreError) as exc:
+            if _code(exc) == "ResourceInUse":
+                # Only a peer completing the same claimed job can have taken this name.
+                return self._adopt(job)
+            error = host._map_error(exc, "CreateTrainingJob")
+            if host._ambiguous(exc):
+                # A timeout or 5xx may hide a job SageMaker did create: look before failing.
+                try:
+                    described = host._describe_remote(name)
+                except JobModelError:
+                    # Cannot tell: keep the claim, so a replay of the token finishes it with
+                    # the same job name (and never starts a second job).
+                    raise error from None
+                if described is not None:
+                    return self._adopt(job, described)
+            host._record_failed(job, error)
+            raise error from None
+        return host._record_start(job, self._started(arn))
+
+    def recover(self, job: dict[str, Any]) -> dict[str, Any]:
+        described = self.host._describe_remote(job["job_name"])
+        if described is None:
+            return job
+        # Recorded as started; the refresh that follows records where SageMaker is now, so
+        # the start and an end are each written (and published) once.
+        return self.host._record_start(job, self._started(described["TrainingJobArn"]))
+
+    def _started(self, arn: str) -> Change:
+        """The launcher's word that SageMaker has the job."""
+        return Change.launcher(Status.IN_PROGRESS, self.host._now_ms(), once={"job_arn": arn})
+
+    def _adopt(
+        self, job: dict[str, Any], described: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        described = described or self.host._describe_remote(job["job_name"])
+        if described is None:
+            raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
+        # What SageMaker says of the job, as a describe would record it.
+        return self.host._record_start(job, Change(from_training_job(described)))
+
+
+def _code(exc: Exception) -> str:
+    if isinstance(exc, ClientError):
+        return str(exc.response.get("Error", {}).get("Code", ""))
+    return ""
