@@ -74,6 +74,11 @@ def cu_seqlens(
     return index, bounds.to(torch.int32), longest
 
 
+def use_fused(q: torch.Tensor, dropout: float, training: bool) -> bool:
+    """The flash kernel takes CUDA 16-bit tensors and has no dropout."""
+    return q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and not (dropout and training)
+
+
 def _per_example_sdpa(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -124,13 +129,7 @@ def varlen_attention(
     q, k, v = flat(query), flat(key), flat(value)
     gqa = key.shape[1] != heads
     kernel = torch_varlen()
-    fused = (
-        kernel is not None
-        and q.is_cuda
-        and q.dtype in (torch.float16, torch.bfloat16)
-        and not (dropout and module.training)
-    )
-    if fused:
+    if kernel is not None and use_fused(q, dropout, module.training):
         window = (-1, 0) if causal else (-1, -1)
         out = kernel(
             q, k, v, bounds, bounds, longest, longest,
