@@ -11,6 +11,7 @@ import copy
 import json
 import sys
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -308,3 +309,31 @@ def test_smp_v2_calls_without_the_library(monkeypatch):
     assert parallel.smp_v2_fsdp_options(one, hp) == "full_shard auto_wrap"
     given = hparams.parse(["--task", "sft", "--fsdp", "shard_grad_op auto_wrap"])
     assert parallel.smp_v2_fsdp_options(env, given) == "shard_grad_op auto_wrap"
+
+
+def test_liger_kernel_is_installed_from_its_pin_only_when_asked(monkeypatch, tmp_path):
+    import subprocess
+    import tempfile
+
+    from ftl_train import kernels
+
+    assert kernels.pinned("liger-kernel") == "liger-kernel==0.8.5"
+    calls = []
+
+    def fake_run(cmd, **kwargs):
+        calls.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1, "", "No matching distribution (offline)")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
+    kernels.check(hparams.parse(["--task", "sft"]), cuda=True, environ={})
+    assert calls == []  # not asked: nothing installed, no PyPI needed
+    hp = hparams.parse(["--task", "sft", "--liger_kernel", "true"])
+    with pytest.raises(
+        HyperparameterError, match="liger-kernel==0.8.5.*offline.*needs it in its image"
+    ):
+        kernels.check(hp, cuda=True, environ={})
+    assert calls[0][-1] == "liger-kernel==0.8.5" and calls[0][1:4] == ["-m", "pip", "install"]
+    # requirements.txt (what the toolkit installs in every job) stays free of requirement lines
+    text = (Path(kernels.REQUIREMENTS).parent / "requirements.txt").read_text()
+    assert [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")] == []

@@ -108,7 +108,7 @@ def prepare_run(
     for note in perf.notes:
         logger.warning(note)
     lora.check_peft(hp, caps.cuda)
-    kernels.check(hp, caps.cuda)
+    kernels.check(hp, caps.cuda, environ)
 
     checkpoint_dir = hp.checkpoint_dir or sm.default_checkpoint_dir
     resume_from = checkpoints.newest_complete(checkpoint_dir)
