@@ -201,6 +201,7 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
     import torch
 
     from ftl_train.callbacks import MetricLineCallback
+    from ftl_train.kernels import KernelLines
     from ftl_train.run import prepare_run
     from ftl_train.throughput import TokenMeter, cuda_device_name, mfu, peak_flops
 
@@ -230,6 +231,7 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
     timer = make_timer(warmup, cuda)
     run = prepare_run(argv, env, callbacks=[timer])
     run.trainer.remove_callback(MetricLineCallback)
+    run.trainer.remove_callback(KernelLines)  # the kernels are in the table and the JSON
     for logger_name in ("ftl_train", "transformers.trainer", "transformers.trainer_utils"):
         logging.getLogger(logger_name).setLevel(logging.WARNING)
     meter = TokenMeter(run.tokenizer.pad_token_id)
