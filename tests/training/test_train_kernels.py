@@ -140,12 +140,13 @@ def test_attention_auto_picks_varlen_only_for_packed_causal_rows(monkeypatch):
     def perf(*argv, caps=CPU):
         return resolve(hparams.parse(["--task", *argv]), caps)
 
-    assert perf("sft").attn_implementation == attention.NAME
-    assert perf("sft", "--packing", "false").attn_implementation == "sdpa"
-    assert perf("clm").attn_implementation == "sdpa"
-    assert perf("qa").attn_implementation == "sdpa"
-    assert perf("sft", "--attn_implementation", "sdpa").attn_implementation == "sdpa"
     assert perf("sft", caps=GPU).attn_implementation == attention.NAME
+    assert perf("sft", "--packing", "false", caps=GPU).attn_implementation == "sdpa"
+    assert perf("clm", caps=GPU).attn_implementation == "sdpa"
+    assert perf("qa", caps=GPU).attn_implementation == "sdpa"
+    assert perf("sft", "--attn_implementation", "sdpa", caps=GPU).attn_implementation == "sdpa"
+    assert perf("sft").attn_implementation == "sdpa"  # CPU: measured slower, not a default
+    assert perf("sft", "--attn_implementation", "varlen").attn_implementation == attention.NAME
     monkeypatch.setattr(defaults, "flash_attention_available", lambda: True)
     assert perf("sft", caps=GPU).attn_implementation == "flash_attention_2"
 
@@ -227,8 +228,12 @@ def test_bf16_optimizer_states_halve_the_moments_and_track_float32_adamw():
 
 
 def test_kernel_hyperparameters_are_checked():
-    assert resolve(hparams.parse(["--task", "sft"]), CPU).loss_kernel == "chunked"
-    assert resolve(hparams.parse(["--task", "qa"]), CPU).loss_kernel == "plain"
+    assert resolve(hparams.parse(["--task", "sft"]), GPU).loss_kernel == "chunked"
+    assert resolve(hparams.parse(["--task", "clm"]), GPU).loss_kernel == "chunked"
+    assert resolve(hparams.parse(["--task", "qa"]), GPU).loss_kernel == "plain"
+    assert resolve(hparams.parse(["--task", "sft"]), CPU).loss_kernel == "plain"
+    chunked = hparams.parse(["--task", "sft", "--loss_kernel", "chunked"])
+    assert resolve(chunked, CPU).loss_kernel == "chunked"
     bad = [
         (["--task", "qa", "--loss_kernel", "chunked"], "loss_kernel='chunked' applies to task sft"),
         (["--task", "qa", "--attn_implementation", "varlen"], "causal attention for task sft"),
@@ -259,7 +264,8 @@ def test_metric_lines_name_the_kernels_that_ran(tmp_path, llama, capsys):
         "train": write_records(chat_records(30), tmp_path / "train", "jsonl"),
         "model": llama,
     }
-    assert _sft(tmp_path, channels, "--optim_state_dtype", "bfloat16") == 0
+    extra = ["--attn_implementation", "varlen", "--loss_kernel", "chunked"]
+    assert _sft(tmp_path, channels, *extra, "--optim_state_dtype", "bfloat16") == 0
     lines = parse_lines(capsys.readouterr().out)
     names = {n for n, _v, _s in lines}
     assert {

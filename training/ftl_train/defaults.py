@@ -74,9 +74,10 @@ def flash_attention_available() -> bool:
 
 def resolve_attention(requested: str, caps: DeviceCaps, half: bool, packed: bool = False) -> str:
     """``auto``: FlashAttention-2 on a CUDA GPU in 16-bit when the package is installed; for
-    packed causal-LM rows (``packed``) ``ftl_varlen`` (``attention.py``: PyTorch's own
-    variable-length flash kernel on CUDA in 16-bit, SDPA per example elsewhere), so no dense
-    block-diagonal mask is built; else SDPA. All keep packed rows apart."""
+    packed causal-LM rows (``packed``) on CUDA ``ftl_varlen`` (``attention.py``: PyTorch's
+    variable-length flash kernel in 16-bit), so no dense block-diagonal mask is built; else
+    SDPA (on a CPU the per-example path measured slower than the dense mask,
+    bench/RESULTS.md). All keep packed rows apart."""
     from . import attention
 
     if requested == "varlen":
@@ -85,18 +86,19 @@ def resolve_attention(requested: str, caps: DeviceCaps, half: bool, packed: bool
         return requested
     if caps.cuda and half and flash_attention_available():
         return "flash_attention_2"
-    if packed:
+    if packed and caps.cuda:
         return attention.NAME
     return "sdpa"
 
 
-def resolve_loss(hp: Hyperparameters) -> str:
-    """``auto``: the chunked linear + cross-entropy for causal LMs (exact; ``loss.py``),
-    liger-kernel's when ``liger_kernel`` is on; ``plain`` for the other tasks."""
+def resolve_loss(hp: Hyperparameters, caps: DeviceCaps) -> str:
+    """``auto``: the chunked linear + cross-entropy for causal LMs on CUDA (exact;
+    ``loss.py``), liger-kernel's when ``liger_kernel`` is on; ``plain`` for the other tasks
+    and on a CPU (where it saved memory but cost tokens/s, bench/RESULTS.md)."""
     if hp.liger_kernel:
         return "liger"
     if hp.loss_kernel == "auto":
-        return "chunked" if hp.task in ("sft", "clm") else "plain"
+        return "chunked" if caps.cuda and hp.task in ("sft", "clm") else "plain"
     return hp.loss_kernel
 
 
@@ -156,7 +158,7 @@ def resolve(hp: Hyperparameters, caps: DeviceCaps) -> Performance:
         gradient_checkpointing=(
             bool(hp.fsdp) if hp.gradient_checkpointing is None else hp.gradient_checkpointing
         ),
-        loss_kernel=resolve_loss(hp),
+        loss_kernel=resolve_loss(hp, caps),
         loss_chunk_tokens=hp.loss_chunk_tokens,
         liger_kernel=bool(hp.liger_kernel),
         optim_state_dtype=hp.optim_state_dtype,
