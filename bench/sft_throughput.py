@@ -8,12 +8,20 @@ whose lengths are log-normal (median about a quarter of the sequence, a tail pas
 
 * ``plain``: fp32, no packing (dynamic padding, random batches), eager attention, plain
   AdamW, no torch.compile: a Trainer with nothing tuned (``PLAIN_PROFILE``).
-* ``tuned``: the entrypoint's defaults: bf16 autocast where supported, packing into
-  ``max_seq_length`` rows, SDPA (or FlashAttention-2 when installed), fused AdamW, TF32,
-  torch.compile on CUDA.
+* ``today``: the entrypoint's defaults before issue 21's kernels (``today_profile``): bf16
+  autocast where supported, packing into ``max_seq_length`` rows, SDPA with a dense
+  block-diagonal mask (or FlashAttention-2 when installed), logits then cross-entropy,
+  fused AdamW, TF32, torch.compile on CUDA.
+* ``new``: on a GPU the shipped defaults, nothing overridden: as ``today`` plus
+  variable-length attention over the packed rows (``attn_implementation=varlen``, unless
+  FlashAttention-2 is installed) and the chunked linear + cross-entropy
+  (``loss_kernel=chunked``). On a CPU, where those two are not defaults, the same two asked
+  for explicitly.
 
-Both use the same batch (rows per step) and sequence limit. tokens/s counts non-padding
-tokens; MFU = flops_per_token x tokens/s / the GPU's dense 16-bit peak
+All use the same batch (rows per step) and sequence limit. Peak memory: the CUDA
+allocator's peak on a GPU; on a CPU the growth of the process's resident memory during
+training (sampled every 2 ms). tokens/s counts non-padding tokens; MFU =
+flops_per_token x tokens/s / the GPU's dense 16-bit peak
 (``ftl_train.throughput``: 6N for full fine-tuning), printed only for a GPU in that table.
 On a GPU the model is a Llama-3.2-1B-shaped model (1.24 B parameters, random weights); on a
 CPU a small Llama at sequence 256 (fp32 either way there, so the CPU ratio measures packing
@@ -39,6 +47,11 @@ CONFIGS = {
         hidden=256, layers=4, heads=4, kv_heads=2, intermediate=688, vocab=4096,
         tie=True, seq=256, batch=8, median=60, sigma=0.8, warmup=1, steps=4, steps_plain=4,
     ),
+    # the tiny model with a Llama-2-sized vocabulary: where the output head and loss weigh
+    "tiny-32k": dict(
+        hidden=256, layers=4, heads=4, kv_heads=2, intermediate=688, vocab=32000,
+        tie=True, seq=512, batch=4, median=120, sigma=0.8, warmup=1, steps=4, steps_plain=4,
+    ),
 }  # fmt: skip
 
 PLAIN_PROFILE: dict[str, object] = {
@@ -51,7 +64,49 @@ PLAIN_PROFILE: dict[str, object] = {
     "group_by_length": False,
     "dataloader_num_workers": 0,
     "torch_compile": False,
+    "loss_kernel": "plain",
 }
+
+
+def today_profile(cuda: bool) -> dict[str, object]:
+    """The defaults as they were before issue 21's kernels: FlashAttention-2 when installed on
+    CUDA, else SDPA with its dense block-diagonal mask; logits, then cross-entropy. The "new"
+    row overrides nothing (the shipped defaults)."""
+    from ftl_train.defaults import flash_attention_available
+
+    attn = "flash_attention_2" if cuda and flash_attention_available() else "sdpa"
+    return {"attn_implementation": attn, "loss_kernel": "plain"}
+
+
+class RssPeak:
+    """CPU only: the process's resident memory, sampled every 2 ms; ``peak`` is the growth
+    over the value at ``start`` (what the training run added), in bytes."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self.base = self.high = 0
+
+    @staticmethod
+    def rss() -> int:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.002):
+            self.high = max(self.high, self.rss())
+
+    def start(self) -> None:
+        self.base = self.high = self.rss()
+        self._thread.start()
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return max(self.high, self.rss()) - self.base
+
 
 SPECIAL = ["<pad>", "<unk>", "<s>", "</s>", "<|user|>", "<|assistant|>"]
 TEMPLATE = (
@@ -73,6 +128,7 @@ class SftResult:
     tokens_per_s: float
     mfu: float | None
     peak_mem_gib: float | None
+    kernels: dict | None = None
 
 
 def build_workdir(cfg: dict, root: Path, n_examples: int, seed: int = 0) -> dict[str, Path]:
@@ -141,14 +197,17 @@ def make_timer(warmup: int, cuda: bool):
 
 
 def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, cuda: bool):
+    import gc
     import logging
 
     import torch
 
     from ftl_train.callbacks import MetricLineCallback
+    from ftl_train.kernels import KernelLines
     from ftl_train.run import prepare_run
     from ftl_train.throughput import TokenMeter, cuda_device_name, mfu, peak_flops
 
+    gc.collect()
     steps = cfg["steps_plain"] if name == "plain" else cfg["steps"]
     batch = int(overrides.get("per_device_train_batch_size", cfg["batch"]))
     warmup = cfg["warmup"]
@@ -174,6 +233,7 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
     timer = make_timer(warmup, cuda)
     run = prepare_run(argv, env, callbacks=[timer])
     run.trainer.remove_callback(MetricLineCallback)
+    run.trainer.remove_callback(KernelLines)  # the kernels are in the table and the JSON
     for logger_name in ("ftl_train", "transformers.trainer", "transformers.trainer_utils"):
         logging.getLogger(logger_name).setLevel(logging.WARNING)
     meter = TokenMeter(run.tokenizer.pad_token_id)
@@ -183,12 +243,17 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
             meter.count(kwargs)
 
     handle = run.trainer.model.register_forward_pre_hook(hook, with_kwargs=True)
+    rss = None
     if cuda:
         torch.cuda.reset_peak_memory_stats()
+    else:
+        rss = RssPeak()
+        rss.start()
     try:
         run.trainer.train()
     finally:
         handle.remove()
+        grown = rss.stop() if rss is not None else None
     seconds = (timer.t1 or time.perf_counter()) - (timer.t0 or time.perf_counter())
     tps = meter.global_total(1) / seconds if seconds > 0 else 0.0
     perf = run.perf
@@ -200,7 +265,8 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
         packing=bool(run.hp.packing), optim=perf.optim, batch=batch, steps=steps,
         seconds=seconds, tokens_per_s=tps,
         mfu=mfu(run.trainer._ftl_fpt or 0.0, tps, peak_flops(cuda_device_name()), 1),
-        peak_mem_gib=torch.cuda.max_memory_allocated() / 2**30 if cuda else None,
+        peak_mem_gib=torch.cuda.max_memory_allocated() / 2**30 if cuda else grown / 2**30,
+        kernels=run.trainer.ftl_kernels.as_dict(),
     )  # fmt: skip
     del run
     if cuda:
@@ -211,18 +277,28 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
 def print_table(results: list, cfg_name: str, device: str) -> None:
     print(f"\ntrain throughput, sft, config={cfg_name}, device={device}")
     header = (
-        f"{'run':<6} {'precision':<10} {'attention':<18} {'packing':<7} {'optim':<18} {'batch':>5}"
-        f" {'tokens/s':>10} {'MFU':>7} {'peak GiB':>8}"
+        f"{'run':<6} {'precision':<10} {'attention':<18} {'loss':<8} {'packing':<7}"
+        f" {'optim':<18} {'batch':>5} {'tokens/s':>10} {'MFU':>7} {'peak GiB':>8}"
     )
     print(header)
     print("-" * len(header))
     for r in results:
         m = f"{100 * r.mfu:6.2f}%" if r.mfu is not None else "    n/a"
-        mem = f"{r.peak_mem_gib:8.1f}" if r.peak_mem_gib is not None else "     n/a"
+        mem = f"{r.peak_mem_gib:8.3f}" if r.peak_mem_gib is not None else "     n/a"
+        loss = (r.kernels or {}).get("loss", "?")
         print(
-            f"{r.name:<6} {r.precision:<10} {r.attention:<18} {str(r.packing):<7} {r.optim:<18}"
-            f" {r.batch:>5} {r.tokens_per_s:>10.0f} {m:>7} {mem}"
+            f"{r.name:<6} {r.precision:<10} {r.attention:<18} {loss:<8} {str(r.packing):<7}"
+            f" {r.optim:<18} {r.batch:>5} {r.tokens_per_s:>10.0f} {m:>7} {mem}"
         )
+
+
+def _ratios(results: list) -> dict[str, float]:
+    by = {r.name: r.tokens_per_s for r in results}
+    out = {}
+    for a, b in (("new", "plain"), ("new", "today"), ("today", "plain")):
+        if by.get(a) and by.get(b):
+            out[f"{a}/{b}"] = by[a] / by[b]
+    return out
 
 
 def main(
@@ -232,8 +308,9 @@ def main(
     variants: list[dict] | None = None,
     skip_plain: bool = False,
 ) -> int:
-    """Plain vs tuned; each ``variants`` entry adds a tuned run with those overrides
-    (for trying a candidate default; a run that fails, e.g. out of memory, is reported)."""
+    """plain, today's defaults and the new defaults, alternating; each ``variants`` entry adds
+    a run of the defaults with those overrides (a run that fails, e.g. out of memory, is
+    reported)."""
     import shutil
     import tempfile
     from dataclasses import asdict
@@ -247,16 +324,20 @@ def main(
     root = Path(tempfile.mkdtemp(prefix="ftl_bench_sft_"))
     try:
         rows = (cfg["warmup"] + max(cfg["steps"], cfg["steps_plain"])) * cfg["batch"]
-        # packed rows hold several examples: enough examples for the tuned run's rows too
+        # packed rows hold several examples: enough examples for the packed runs' rows too
         tokens_per_example = cfg["median"] * math.exp(cfg["sigma"] ** 2 / 2)
         n = int(rows * max(1.5, 1.3 * cfg["seq"] / tokens_per_example)) + 64
         channels = build_workdir(cfg, root, n)
         reps = repeats or (1 if cuda else 2)
-        runs: dict[str, list] = {"plain": [], "tuned": []}
+        # CPU: the kernels are not defaults there (measured slower), so "new" asks for them
+        new = {} if cuda else {"attn_implementation": "varlen", "loss_kernel": "chunked"}
+        profiles = {"plain": PLAIN_PROFILE, "today": today_profile(cuda), "new": new}
+        if skip_plain:
+            profiles.pop("plain")
+        runs: dict[str, list] = {k: [] for k in profiles}
         for _ in range(reps):
-            if not skip_plain:
-                runs["plain"].append(run_one("plain", PLAIN_PROFILE, cfg, channels, root, cuda))
-            runs["tuned"].append(run_one("tuned", {}, cfg, channels, root, cuda))
+            for name, overrides in profiles.items():
+                runs[name].append(run_one(name, overrides, cfg, channels, root, cuda))
         results = [max(runs[k], key=lambda r: r.tokens_per_s) for k in runs if runs[k]]
         for i, extra in enumerate(variants or []):
             try:
@@ -269,14 +350,19 @@ def main(
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print_table(results, cfg_name, device)
-    ratio = 0.0
-    if not skip_plain and results[0].tokens_per_s:
-        ratio = results[1].tokens_per_s / results[0].tokens_per_s
-    print(f"note: best of {reps} alternating runs each; MFU against the dense 16-bit peak")
-    print(f"ratio tuned/plain: {ratio:.2f}x tokens/s")
+    ratios = _ratios(results)
+    memory = (
+        "peak GiB: torch.cuda.max_memory_allocated"
+        if cuda
+        else ("peak GiB: growth of the process's resident memory during training (CPU)")
+    )
+    print(
+        f"note: best of {reps} alternating runs each; MFU against the dense 16-bit peak; {memory}"
+    )
+    print("ratios (tokens/s): " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
     if json_path:
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         Path(json_path).write_text(json.dumps(
-            {"task": "sft", "config": cfg_name, "device": device, "ratio": ratio,
+            {"task": "sft", "config": cfg_name, "device": device, "ratios": ratios,
              "results": [asdict(r) for r in results]}, indent=2))  # fmt: skip
     return 0

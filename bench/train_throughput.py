@@ -3,8 +3,9 @@
     python bench/train_throughput.py [--config auto|tiny|bert-large] [--steps N] [--json PATH]
     python bench/train_throughput.py --task sft [--config auto|tiny|llama-1b] [--json PATH]
 
-``--task sft`` measures causal-LM SFT (``bench/sft_throughput.py``): the shipped defaults
-against a plain configuration (fp32, no packing, eager attention), tokens/s and MFU.
+``--task sft`` measures causal-LM SFT (``bench/sft_throughput.py``): a plain configuration
+(fp32, no packing, eager attention), the defaults before issue 21's kernels and the shipped
+defaults, in one run: tokens/s, MFU and peak memory, with the device named.
 The default, ``--task qa``, is the seed comparison below.
 
 Both runs go through ``training/ftl_train`` itself (``run.prepare_run``: the same
@@ -337,7 +338,9 @@ def print_table(results: list[Result], note: str, cfg_name: str, device: str) ->
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=["qa", "sft"], default="qa")
-    parser.add_argument("--config", choices=["auto", *CONFIGS, "llama-1b"], default="auto")
+    parser.add_argument(
+        "--config", choices=["auto", *CONFIGS, "llama-1b", "tiny-32k"], default="auto"
+    )
     parser.add_argument(
         "--steps",
         type=int,

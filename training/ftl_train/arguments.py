@@ -106,6 +106,8 @@ def _version_dependent(
         # Said outright: bf16 autocast on a CPU wants it, and so does a multi-process CPU run
         # (gloo), which accelerate otherwise sets up as a single process.
         kw["use_cpu"] = True
+    if perf.liger_kernel:
+        kw["use_liger_kernel"] = True  # the Trainer patches the model with liger-kernel
     if "save_safetensors" in fields:
         kw["save_safetensors"] = True
     return kw

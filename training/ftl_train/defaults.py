@@ -45,6 +45,10 @@ class Performance:
     torch_compile: bool
     cuda: bool = False
     gradient_checkpointing: bool = False
+    loss_kernel: str = "plain"  # chunked | plain (liger when liger_kernel)
+    loss_chunk_tokens: int = 1024
+    liger_kernel: bool = False
+    optim_state_dtype: str = "float32"
     notes: tuple[str, ...] = ()
 
 
@@ -68,14 +72,34 @@ def flash_attention_available() -> bool:
         return False
 
 
-def resolve_attention(requested: str, caps: DeviceCaps, half: bool) -> str:
-    """``auto``: FlashAttention-2 on a CUDA GPU in 16-bit when the package is installed, else
-    SDPA (PyTorch's fused kernels). Both keep packed rows apart through their position ids."""
+def resolve_attention(requested: str, caps: DeviceCaps, half: bool, packed: bool = False) -> str:
+    """``auto``: FlashAttention-2 on a CUDA GPU in 16-bit when the package is installed; for
+    packed causal-LM rows (``packed``) on CUDA ``ftl_varlen`` (``attention.py``: PyTorch's
+    variable-length flash kernel in 16-bit), so no dense block-diagonal mask is built; else
+    SDPA (on a CPU the per-example path measured slower than the dense mask,
+    bench/RESULTS.md). All keep packed rows apart."""
+    from . import attention
+
+    if requested == "varlen":
+        return attention.NAME
     if requested != "auto":
         return requested
     if caps.cuda and half and flash_attention_available():
         return "flash_attention_2"
+    if packed and caps.cuda:
+        return attention.NAME
     return "sdpa"
+
+
+def resolve_loss(hp: Hyperparameters, caps: DeviceCaps) -> str:
+    """``auto``: the chunked linear + cross-entropy for causal LMs on CUDA (exact;
+    ``loss.py``), liger-kernel's when ``liger_kernel`` is on; ``plain`` for the other tasks
+    and on a CPU (where it saved memory but cost tokens/s, bench/RESULTS.md)."""
+    if hp.liger_kernel:
+        return "liger"
+    if hp.loss_kernel == "auto":
+        return "chunked" if caps.cuda and hp.task in ("sft", "clm") else "plain"
+    return hp.loss_kernel
 
 
 def compile_default(hp: Hyperparameters, caps: DeviceCaps) -> bool:
@@ -121,7 +145,9 @@ def resolve(hp: Hyperparameters, caps: DeviceCaps) -> Performance:
         fp16=bool(fp16),
         tf32=tf32,
         optim=optim,
-        attn_implementation=resolve_attention(hp.attn_implementation, caps, bool(bf16 or fp16)),
+        attn_implementation=resolve_attention(
+            hp.attn_implementation, caps, bool(bf16 or fp16), hp.task == "sft" and hp.packing
+        ),
         pad_to_max_length=hp.pad_to_max_length,
         group_by_length=bool(hp.group_by_length and not hp.pad_to_max_length),
         dataloader_num_workers=int(workers),
@@ -132,5 +158,9 @@ def resolve(hp: Hyperparameters, caps: DeviceCaps) -> Performance:
         gradient_checkpointing=(
             bool(hp.fsdp) if hp.gradient_checkpointing is None else hp.gradient_checkpointing
         ),
+        loss_kernel=resolve_loss(hp, caps),
+        loss_chunk_tokens=hp.loss_chunk_tokens,
+        liger_kernel=bool(hp.liger_kernel),
+        optim_state_dtype=hp.optim_state_dtype,
         notes=tuple(notes),
     )

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 TASKS = ("qa", "classification", "mlm", "clm", "sft")
-ATTN_CHOICES = ("auto", "sdpa", "flash_attention_2", "eager", "flex_attention")
+ATTN_CHOICES = ("auto", "sdpa", "flash_attention_2", "eager", "flex_attention", "varlen")
+LOSS_KERNELS = ("auto", "plain", "chunked")
+STATE_DTYPES = ("float32", "bfloat16")
 PEFT_CHOICES = ("none", "lora", "qlora")
 FSDP_OPTIONS = frozenset(
     {
@@ -136,9 +138,33 @@ SPECS: tuple[Spec, ...] = (
         "attn_implementation",
         "str",
         "auto",
-        "attention kernel: auto (flash_attention_2 when installed on CUDA, else sdpa) | sdpa | "
-        "flash_attention_2 | eager (falls back to eager when unsupported)",
+        "attention kernel: auto (flash_attention_2 when installed on CUDA in 16-bit; for packed "
+        "sft varlen; else sdpa) | sdpa | flash_attention_2 | eager | flex_attention | varlen "
+        "(packed rows without a dense mask; causal LMs); falls back to eager when unsupported",
         choices=ATTN_CHOICES,
+    ),
+    Spec(
+        "loss_kernel",
+        "str",
+        "auto",
+        "clm/sft: auto (chunked where the model supports it) | plain (logits, then "
+        "cross-entropy) | chunked (linear + cross-entropy in chunks, no full logits; exact)",
+        choices=LOSS_KERNELS,
+    ),
+    Spec("loss_chunk_tokens", "int", 1024, "loss_kernel=chunked: labelled tokens per chunk"),
+    Spec(
+        "liger_kernel",
+        "bool",
+        False,
+        "clm/sft: liger-kernel's fused RMSNorm, RoPE, SwiGLU and linear cross-entropy "
+        "(CUDA; the package must be installed)",
+    ),
+    Spec(
+        "optim_state_dtype",
+        "str",
+        "float32",
+        "AdamW moment dtype: float32 | bfloat16 (half the optimizer memory; not exact)",
+        choices=STATE_DTYPES,
     ),
     Spec("tf32", "tristate", None, "TF32 matmuls (auto: on Ampere or newer GPUs)"),
     Spec(

@@ -225,6 +225,7 @@ def validate(hp: Hyperparameters) -> None:
         "lora_r": lambda x: x >= 1,
         "lora_alpha": lambda x: x >= 1,
         "lora_dropout": lambda x: 0 <= x < 1,
+        "loss_chunk_tokens": lambda x: x >= 1,
     }
     for name, ok in positive.items():
         if not ok(v[name]):
@@ -272,8 +273,32 @@ def _validate_recipes(v: dict[str, Any]) -> None:
             f"hyperparameter peft={v['peft']!r} with fsdp is not supported: LoRA/QLoRA "
             "runs single node (data parallel across its GPUs); use fsdp for full fine-tuning"
         )
+    _validate_kernels(v)
     if not v["lora_target_modules"].strip(", "):
         raise HyperparameterError("hyperparameter lora_target_modules must not be empty")
+
+
+def _validate_kernels(v: dict[str, Any]) -> None:
+    lm = v["task"] in ("sft", "clm")
+    for name, off in (("loss_kernel", "auto"), ("liger_kernel", False)):
+        if v[name] not in (off, "plain") and not lm:
+            raise HyperparameterError(
+                f"hyperparameter {name}={v[name]!r} applies to task sft or clm"
+            )
+    if v["attn_implementation"] == "varlen" and not lm:
+        raise HyperparameterError(
+            "hyperparameter attn_implementation='varlen' is causal attention for task sft or clm"
+        )
+    if v["liger_kernel"] and v["loss_kernel"] == "chunked":
+        raise HyperparameterError(
+            "hyperparameter loss_kernel='chunked' with liger_kernel=true: liger-kernel brings "
+            "its own fused linear cross-entropy; leave loss_kernel auto"
+        )
+    if v["optim_state_dtype"] == "bfloat16" and v["optim"] not in (None, "adamw_torch"):
+        raise HyperparameterError(
+            f"hyperparameter optim_state_dtype='bfloat16' is an AdamW of its own; "
+            f"optim={v['optim']!r} cannot be combined with it (leave optim unset)"
+        )
 
 
 LABEL_MAPPINGS: dict[str, tuple[dict[str, int], list[str]]] = {

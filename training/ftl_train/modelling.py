@@ -6,10 +6,12 @@ import inspect
 import logging
 from typing import Any
 
-from . import lora
+from . import attention, lora
+from . import loss as fused_loss
 from .callbacks import MetricLineCallback
 from .defaults import Performance
-from .hparams import Hyperparameters
+from .hparams import HyperparameterError, Hyperparameters
+from .kernels import KernelLines, Kernels
 from .preprocess import TaskData
 from .tasks import model_auto_class
 
@@ -33,6 +35,8 @@ def load_model(hp: Hyperparameters, model_path: str, perf: Performance, model_kw
     kwargs.update(lora.quantization_kwargs(hp))
     kwargs.setdefault("dtype", weight_dtype(hp, perf))
     attn = perf.attn_implementation
+    if attn == attention.NAME:
+        attention.register()
     try:
         model = auto.from_pretrained(model_path, attn_implementation=attn, **kwargs)
     except (ValueError, ImportError) as exc:
@@ -48,7 +52,37 @@ def load_model(hp: Hyperparameters, model_path: str, perf: Performance, model_kw
         # No KV cache while training: with one, transformers skips its packed-sequence mask
         # and packed examples would attend to each other. Switched back on before the final save.
         model.config.use_cache = False
+    if perf.loss_kernel == "chunked" and not fused_loss.install(model, perf.loss_chunk_tokens):
+        logger.warning("loss_kernel=chunked does not apply to this model; plain cross-entropy")
     return model
+
+
+def kernels_of(model: Any, perf: Performance) -> Kernels:
+    """The kernels this run uses, read from the loaded model and the resolved settings."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT
+    config = getattr(base, "config", None)
+    loss = perf.loss_kernel
+    if loss == "chunked" and not hasattr(base, "_ftl_plain_forward"):
+        loss = "plain"
+    return Kernels(
+        attention=str(getattr(config, "_attn_implementation", None) or "default"),
+        loss=loss,
+        norm_rope_swiglu="liger" if perf.liger_kernel else "plain",
+        optimizer="adamw_bf16_states" if perf.optim_state_dtype == "bfloat16" else perf.optim,
+        optimizer_states=perf.optim_state_dtype,
+    )
+
+
+def optimizer_override(args: Any, perf: Performance) -> tuple | None:
+    """(class, kwargs) for the Trainer when the optimizer is one of ours, else None."""
+    if perf.optim_state_dtype != "bfloat16":
+        return None
+    from .optim import AdamWBf16States
+
+    kwargs = dict(
+        lr=args.learning_rate, betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_epsilon
+    )
+    return AdamWBf16States, kwargs
 
 
 def make_trainer(
@@ -82,13 +116,25 @@ def make_trainer(
         ftl_is_lm=task.is_lm,
         ftl_flops_per_token=flops_per_token,
     )
+    kernels = kernels_of(model, perf)
+    trainer_kwargs["callbacks"].insert(1, KernelLines(kernels))
+    override = optimizer_override(args, perf)
     from transformers import Trainer
+
+    if override is not None:
+        if "optimizer_cls_and_kwargs" not in inspect.signature(Trainer.__init__).parameters:
+            raise HyperparameterError(
+                "hyperparameter optim_state_dtype=bfloat16 needs transformers >= 4.47 "
+                "(Trainer(optimizer_cls_and_kwargs=...)); this image has an older one"
+            )
+        trainer_kwargs["optimizer_cls_and_kwargs"] = override
 
     if "processing_class" in inspect.signature(Trainer.__init__).parameters:
         trainer_kwargs["processing_class"] = tokenizer
     else:  # transformers < 4.46
         trainer_kwargs["tokenizer"] = tokenizer
     trainer = FtlTrainer(**trainer_kwargs)
+    trainer.ftl_kernels = kernels
     # The printer echoes every log dict; the ftl_metric lines already carry them.
     from transformers.trainer_callback import PrinterCallback
 

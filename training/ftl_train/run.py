@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import checkpoints, hparams, lora, parallel
+from . import checkpoints, hparams, kernels, lora, parallel
 from .arguments import build_training_arguments
 from .callbacks import SigtermCheckpointCallback
 from .data import DataError
@@ -108,6 +108,7 @@ def prepare_run(
     for note in perf.notes:
         logger.warning(note)
     lora.check_peft(hp, caps.cuda)
+    kernels.check(hp, caps.cuda, environ)
 
     checkpoint_dir = hp.checkpoint_dir or sm.default_checkpoint_dir
     resume_from = checkpoints.newest_complete(checkpoint_dir)
@@ -174,6 +175,7 @@ def _save_outputs(run: Run, results: dict[str, Any]) -> None:
             run.tokenizer.save_pretrained(run.sm.model_dir)
     if trainer.is_world_process_zero():
         results["global_step"] = trainer.state.global_step
+        results["kernels"] = trainer.ftl_kernels.as_dict()
         _write_json(os.path.join(run.sm.output_data_dir, "results.json"), results)
         _write_json(os.path.join(run.sm.output_data_dir, "hyperparameters.json"), run.hp.as_dict())
         if trainer.state.log_history:
