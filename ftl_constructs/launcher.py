@@ -31,6 +31,7 @@ from ftl_constructs.training_role import TrainingRole
 from jobmodel import TemplateSpec, dump_catalog
 from jobmodel.capacity import CapacityConfig
 from jobmodel.names import (
+    CHAIN_ALIAS,
     ENV_JOB_TABLE,
     ENV_PLATFORM_NAME,
     ENV_PRICES,
@@ -212,6 +213,18 @@ class JobLauncher(Construct):
             alias_name=HTTP_ALIAS,
             version=self.version,
             description="Fine-tuning launcher, HTTP API door (the API invokes only this alias)",
+        )
+        # The job-events function's door: it asks for a capacity chain's next attempt.
+        self.chain_alias = (
+            lambda_.Alias(
+                self,
+                "ChainAlias",
+                alias_name=CHAIN_ALIAS,
+                version=self.version,
+                description="Fine-tuning launcher, capacity chains (the job-events function only)",
+            )
+            if any(s.capacity_chain for s in specs)
+            else None
         )
         checkov_skip(
             self.function,

@@ -106,6 +106,7 @@ class LauncherStack(Stack):
             log_retention=retention,
             environment=self.launcher.shared_environment,
             job_queue_arns=[self.job_queue.queue_arn] if self.job_queue else [],
+            chain_alias=self.launcher.chain_alias,
         )
         # Both modes: the metrics come from the job-events function's EMF lines; the alarms
         # notify the platform's topic.

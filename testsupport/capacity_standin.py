@@ -12,7 +12,8 @@ client is. Every ``CreateTrainingJob`` request is checked against botocore's mod
 * ``no_on_demand``: types with no on-demand capacity. A job with ``InstancePreferences``
   gets the first type not listed here (``SelectedInstanceType``, the job's count as
   ``SelectedInstanceCount``); when every preference is listed, or a plain on-demand job's
-  type is, the call fails with ``InsufficientCapacity`` (HTTP 400), as a capacity error.
+  type is, the call fails with ``ResourceLimitExceeded`` (HTTP 400, an insufficient-capacity
+  message), the code SageMaker answers a start it cannot place with.
 * ``plans``: training plan ARN -> (instance type, instances). A job on a plan must name the
   plan's type and at most its instances (``ValidationException`` otherwise).
 * :meth:`finish` ends a job (Completed, Failed with a reason, Stopped) with billable seconds.
@@ -92,13 +93,13 @@ class CapacityStandIn:
             free = [t for t in prefs if t not in self.no_on_demand]
             if not free:
                 raise _error(
-                    "InsufficientCapacity",
+                    "ResourceLimitExceeded",
                     "Insufficient capacity for every instance type in InstancePreferences",
                 )
             rc["SelectedInstanceType"] = free[0]
             rc["SelectedInstanceCount"] = rc["InstanceCount"]
         elif not spot and rc.get("InstanceType") in self.no_on_demand:
-            raise _error("InsufficientCapacity", f"Insufficient capacity for {rc['InstanceType']}")
+            raise _error("ResourceLimitExceeded", f"Insufficient capacity for {rc['InstanceType']}")
         arn = f"arn:aws:sagemaker:{self.region}:{ACCOUNT}:training-job/{name.lower()}"
         waiting = spot and rc.get("InstanceType") in self.no_spot
         self.jobs[name] = {
