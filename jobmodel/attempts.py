@@ -86,7 +86,9 @@ def _replace(entries: list[dict[str, Any]], attempt: int, **values: Any) -> list
     return out
 
 
-def _ended(update: Mapping[str, Any], entry: Mapping[str, Any], price: float | None) -> dict:
+def _ended(
+    update: Mapping[str, Any], entry: Mapping[str, Any], price: float | None
+) -> dict[str, Any]:
     billable = update.get("billable_seconds")
     out: dict[str, Any] = {
         "status": update.get("status"),

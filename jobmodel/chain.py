@@ -163,7 +163,7 @@ def render_step(
 ) -> dict[str, Any]:
     """One attempt's ``CreateTrainingJob`` request: the job's rendered request with the
     step's capacity. The checkpoint prefix stays the job's."""
-    out = json.loads(json.dumps(rendered))
+    out: dict[str, Any] = json.loads(json.dumps(rendered))
     name = attempt_name(job_name, attempt)
     out["TrainingJobName"] = name
     types = [INSTANCE_TYPES[t] for t in step.instance_types]

@@ -29,6 +29,7 @@ from jobmodel import (
 from jobmodel import attempts as A
 from jobmodel import chain as C
 from jobmodel import quotas as Q
+from jobmodel.capacity import SPOT
 from jobmodel.contract import Status
 from jobmodel.job import Change, ChangeFor, overlay
 from jobmodel.pricing import estimate_max_cost_usd
@@ -250,7 +251,7 @@ class SubmitFlow:
                 chain=steps,
                 attempt=1,
                 attempts=[A.first_attempt(steps[0], name)],
-                spot=steps[0]["kind"] == C.SPOT,
+                spot=steps[0]["kind"] == SPOT,
                 instance_type=steps[0]["instance_types"][0],
             )
             rendered = self._attempt_request(job, 1)
