@@ -433,18 +433,22 @@ CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[str]]] = {
         {**_teams(), **_plans(["team-a", "team-b"])},
         ["team-team-a", "team-team-b", "admin"],
     ),
-    "queue": ({"ftl:scheduler": "queue", "ftl:queueCapacityInstances": 64}, [""]),
+    "queue": (
+        {"ftl:scheduler": "queue", "ftl:queueCapacityInstances": 64, **_plans([])},
+        [""],
+    ),
     "queue-quotashare-teams": (
         {
             **_teams(weight=True),
+            **_plans(["team-a", "team-b"]),
             "ftl:scheduler": "queue",
             "ftl:queueSharePolicy": "quotashare",
             "ftl:queueCapacityInstances": 64,
         },
         ["team-team-a", "team-team-b", "admin"],
     ),
-    "new-vpc-isolated": ({"ftl:network": "new"}, [""]),
-    "new-vpc-nat": ({"ftl:network": "new", "ftl:egress": "nat"}, [""]),
+    "new-vpc-isolated": ({"ftl:network": "new", **_plans([])}, [""]),
+    "new-vpc-nat": ({"ftl:network": "new", "ftl:egress": "nat", **_plans([])}, [""]),
     "existing-vpc": (
         {
             "ftl:network": "existing",
@@ -454,6 +458,7 @@ CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[str]]] = {
                 "privateSubnetIds": ["subnet-0aaa1111", "subnet-0bbb2222"],
                 "routeTableIds": ["rtb-0aaa1111", "rtb-0bbb2222"],
             },
+            **_plans([]),
         },
         [""],
     ),

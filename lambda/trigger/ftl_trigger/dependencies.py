@@ -95,6 +95,7 @@ class Runtime:
             team_roles=team_roles(env, teams),
             prices=PriceTable.from_env(env),
             scheduler=scheduler,
+            capacity=CapacityConfig.from_env(env),
             batch=(
                 session.create_client("batch", region_name=platform.region, config=BATCH_CONFIG)
                 if scheduler.queued
