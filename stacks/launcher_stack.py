@@ -85,6 +85,7 @@ class LauncherStack(Stack):
                 routes=self.launcher.routes,
                 teams=settings.teams,
                 http_alias=self.launcher.http_alias,
+                chain_alias=self.launcher.chain_alias,
             )
             if settings.teams.enabled
             else None
