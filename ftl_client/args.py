@@ -220,6 +220,14 @@ def _add_submit(submit: argparse.ArgumentParser) -> None:
         "--token", metavar="TOKEN", help="idempotency key (the same token never starts two jobs)"
     )
     submit.add_argument("--priority", metavar="N", type=int, help="queue mode only, e.g. 80")
+    submit.add_argument(
+        "--capacity",
+        metavar="STEP",
+        action="append",
+        default=[],
+        help="a step of the template's capacity chain to use (spot, on-demand, training-plan); "
+        "repeatable; default: the whole chain",
+    )
     submit.add_argument("--wait", action="store_true", help="watch the job until it ends")
     submit.add_argument(
         "--dry-run",

@@ -94,6 +94,7 @@ class Cli:
             client_token=a.token,
             dry_run=True if a.dry_run else None,
             priority=a.priority,
+            capacity=list(a.capacity) or None,
         )
         if a.dry_run:
             self.emit(job, display.dry_run(job))

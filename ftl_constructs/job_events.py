@@ -10,6 +10,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -18,7 +19,7 @@ from constructs import Construct
 from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT
 from ftl_constructs.nag import acknowledge, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
-from jobmodel.names import ENV_JOB_TABLE, ENV_TOPIC_ARN
+from jobmodel.names import ENV_CHAIN_FUNCTION, ENV_JOB_TABLE, ENV_TOPIC_ARN
 
 EVENT_DETAIL_TYPE = "SageMaker Training Job State Change"
 BATCH_EVENT_SOURCE = "aws.batch"
@@ -53,6 +54,7 @@ class JobEvents(Construct):
         log_retention: logs.RetentionDays,
         environment: Mapping[str, str] | None = None,
         job_queue_arns: Sequence[str] = (),
+        chain_alias: lambda_.IFunction | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.topic = sns.Topic(
@@ -78,11 +80,16 @@ class JobEvents(Construct):
             environment={
                 ENV_JOB_TABLE: table.table_name,
                 ENV_TOPIC_ARN: self.topic.topic_arn,
+                **({ENV_CHAIN_FUNCTION: chain_alias.function_arn} if chain_alias else {}),
                 **(environment or {}),
             },
             dead_letter_queue=self.dead_letter_queue,
         )
         self.function = self.handler.function
+        if chain_alias is not None:
+            # A capacity chain's attempt ended for want of capacity: ask the trigger (its
+            # ``chain`` alias only) to start the next attempt.
+            chain_alias.grant_invoke(self.function)
         self.handler.policy.add_statements(
             # Read the job and the team's usage item; update both (in one transaction when a
             # terminal state gives a team's usage back).

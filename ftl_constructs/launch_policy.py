@@ -106,8 +106,12 @@ def launch_statements(
     subnets: Sequence[ec2.ISubnet] = (),
     security_group: ec2.ISecurityGroup | None = None,
     teams: Sequence[str] = (),
+    training_plans: Sequence[str] = (),
 ) -> list[iam.PolicyStatement]:
-    """The trigger's statements for starting, describing, stopping and tagging jobs."""
+    """The trigger's statements for starting, describing, stopping and tagging jobs;
+    ``training_plans``: the plans (ARNs) a chain's plan step may start jobs on (a
+    ``CreateTrainingJob`` with ``ResourceConfig.TrainingPlanArn`` is authorized on the plan
+    too, under the same conditions)."""
     jobs = training_job_arns(stack, teams)
     conditions = create_conditions(
         platform_name=platform_name,
@@ -118,7 +122,20 @@ def launch_statements(
         teams=teams,
     )
     own_jobs = {"StringEquals": {f"aws:ResourceTag/{PLATFORM_TAG}": platform_name}}
+    plans = (
+        [
+            iam.PolicyStatement(
+                sid="CreateJobsOnPlatformTrainingPlans",
+                actions=["sagemaker:CreateTrainingJob"],
+                resources=list(training_plans),
+                conditions=conditions,
+            )
+        ]
+        if training_plans
+        else []
+    )
     return [
+        *plans,
         iam.PolicyStatement(
             sid="CreateCatalogJobsOnly",
             actions=["sagemaker:CreateTrainingJob"],

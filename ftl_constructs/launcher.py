@@ -29,7 +29,9 @@ from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
 from jobmodel import TemplateSpec, dump_catalog
+from jobmodel.capacity import CapacityConfig
 from jobmodel.names import (
+    CHAIN_ALIAS,
     ENV_JOB_TABLE,
     ENV_PLATFORM_NAME,
     ENV_PRICES,
@@ -79,6 +81,7 @@ class JobLauncher(Construct):
         team_roles: Mapping[str, TrainingRole] | None = None,
         teams: TeamsConfig = TeamsConfig(),
         prices: Mapping[str, Mapping[str, float]] | None = None,
+        capacity: CapacityConfig = CapacityConfig(),
         data_bucket: s3.IBucket,
         checkpoint_bucket: s3.IBucket,
         artifact_bucket: s3.IBucket,
@@ -117,6 +120,7 @@ class JobLauncher(Construct):
             if in_vpc and security_group
             else (),
         )
+        self.capacity = capacity
         self._environment(config, teams=teams, team_roles=team_roles, prices=prices)
         self._trigger(specs, encryption_key, log_retention)
         self._trigger_policy(
@@ -156,6 +160,8 @@ class JobLauncher(Construct):
                 prices, sort_keys=True, separators=(",", ":")
             )
         environment.update(self.shared_environment)
+        if self.capacity.plans:  # the training plans the chains' plan step may use
+            environment.update(self.capacity.to_env())
         if self.job_queue is None:
             scheduler = SchedulerConfig()
         else:  # queue mode: the trigger submits to this Batch queue
@@ -208,6 +214,18 @@ class JobLauncher(Construct):
             version=self.version,
             description="Fine-tuning launcher, HTTP API door (the API invokes only this alias)",
         )
+        # The job-events function's door: it asks for a capacity chain's next attempt.
+        self.chain_alias = (
+            lambda_.Alias(
+                self,
+                "ChainAlias",
+                alias_name=CHAIN_ALIAS,
+                version=self.version,
+                description="Fine-tuning launcher, capacity chains (the job-events function only)",
+            )
+            if any(s.capacity_chain for s in specs)
+            else None
+        )
         checkov_skip(
             self.function,
             "CKV_AWS_116",
@@ -241,6 +259,7 @@ class JobLauncher(Construct):
             subnets=subnets,
             security_group=security_group,
             teams=teams,
+            training_plans=[p.arn for p in self.capacity.plans],
         )
         jobs = training_job_arns(stack, teams)
         if self.job_queue is not None:

@@ -23,6 +23,7 @@ from ftl_constructs.settings_parts import (
     ExistingVpc,
     NetworkSettings,
     QueueSettings,
+    capacity_setting,
     int_setting,
     lambdas_setting,
     network_setting,
@@ -33,6 +34,7 @@ from ftl_constructs.settings_parts import (
     teams_setting,
 )
 from jobmodel._rules import is_bucket_name
+from jobmodel.capacity import CapacityConfig
 from jobmodel.teams import TeamsConfig
 
 __all__ = [
@@ -65,6 +67,8 @@ class PlatformSettings:
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     lambdas: LambdaSettings = field(default_factory=LambdaSettings)
     queue: QueueSettings = field(default_factory=QueueSettings)
+    # Training plans (``ftl:trainingPlans``): reserved capacity the chains' plan step uses.
+    capacity: CapacityConfig = field(default_factory=CapacityConfig)
 
     @property
     def input_bucket_names(self) -> tuple[str, ...]:
@@ -140,6 +144,7 @@ class PlatformSettings:
             prices=prices_setting(v),
             lambdas=lambdas_setting(v),
             queue=queue_setting(v),
+            capacity=capacity_setting(v, teams),
             api=ApiSettings(
                 throttle_rate=int_setting(v, "apiThrottleRate", 20, 1, 10000),
                 throttle_burst=int_setting(v, "apiThrottleBurst", 40, 1, 5000),
@@ -173,6 +178,7 @@ _KEYS = (
     "queueHeadTimeoutMinutes",
     "queueSharePolicy",
     "queueWaitAlarmMinutes",
+    "trainingPlans",
 )
 
 

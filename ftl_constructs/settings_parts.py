@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ftl_constructs.lambda_settings import LambdaSettings, LambdaSettingsError
+from jobmodel.capacity import CapacityConfig, CapacityError
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.teams import TeamsConfig, TeamsError
 
@@ -181,6 +182,15 @@ def teams_setting(v: Mapping[str, Any]) -> TeamsConfig:
         return TeamsConfig.parse(structured_setting(v, "teams"), structured_setting(v, "admins"))
     except TeamsError as exc:
         raise ContextError(exc.key.removeprefix(CONTEXT_PREFIX), exc.rule, exc.got) from None
+
+
+def capacity_setting(v: Mapping[str, Any], teams: TeamsConfig) -> CapacityConfig:
+    """``ftl:trainingPlans``: the platform's training plans (``jobmodel.capacity``)."""
+    names = [t.name for t in teams.teams] if teams.enabled else None
+    try:
+        return CapacityConfig.parse(structured_setting(v, "trainingPlans"), teams=names)
+    except CapacityError as exc:
+        raise ContextError(exc.key, exc.rule) from None
 
 
 _MAX_HOURLY_PRICE = 10_000.0

@@ -85,6 +85,14 @@ class JobRecord(TypedDict, total=False):
     queued_ms: int
     dequeued_ms: int
     queued_at: str
+    # capacity chains (``jobmodel.attempts``)
+    chain: list[dict[str, Any]]
+    attempt: int
+    attempts: list[dict[str, Any]]
+    chain_pending: bool
+    stop_requested: bool
+    prior_cost_usd: float
+    base_rendered: str
     # settlement (``quotas.settle``)
     cost_usd: float
     usage_released: bool
@@ -113,6 +121,9 @@ class Change:
     once: Mapping[str, Any] = field(default_factory=dict)
     also: Mapping[str, Any] = field(default_factory=dict)
     free_token: bool = False
+    # A closed attempt's cost (a capacity chain, ``jobmodel.attempts``): added to the team's
+    # month spend with this write, as the attempt ends (the job's own end settles the rest).
+    spend: float | None = None
 
     @classmethod
     def launcher(
@@ -175,12 +186,15 @@ def plan(job: JobRecord, change: Change, *, stamp: str) -> Plan | None:
     changes.update(settlement.changes)
     changes["updated_at"] = stamp
     free = change.free_token and bool(job.get("client_token")) and "status" in changes
+    add_spend = settlement.add_spend
+    if add_spend is None and change.spend and job.get("team"):
+        add_spend = change.spend
     return Plan(
         changes=changes,
         expect={"status": job.get("status"), REVISION: job.get(REVISION)},
         after=overlay(job, changes),
         release=settlement.release,
-        add_spend=settlement.add_spend,
+        add_spend=add_spend,
         cost=settlement.cost,
         late_cost=settlement.late_cost,
         free_token=free,

@@ -15,12 +15,15 @@ from datetime import datetime
 __all__ = [
     "ADMIN_ALIAS",
     "BATCH_TRAINING_JOB_PREFIX",
+    "CHAIN_ALIAS",
     "CLIENT_TOKEN_TAG_KEY",
     "DEFAULT_SHARE",
     "ENV_ADMINS",
     "ENV_ALLOWED_INPUT_BUCKETS",
     "ENV_ARTIFACT_BUCKET",
+    "ENV_CAPACITY",
     "ENV_CATALOG_PATH",
+    "ENV_CHAIN_FUNCTION",
     "ENV_CHECKPOINT_BUCKET",
     "ENV_DATA_BUCKET",
     "ENV_JOB_QUEUE",
@@ -91,6 +94,9 @@ def launcher_tag_count(*, team: bool = False, queued: bool = False) -> int:
 HTTP_ALIAS = "http"
 ADMIN_ALIAS = "admin"
 TEAM_ALIAS_PREFIX = "team-"
+# The job-events function's door: it asks the trigger to start a capacity chain's next attempt.
+CHAIN_ALIAS = "chain"
+ENV_CHAIN_FUNCTION = "FTL_CHAIN_FUNCTION"  # the job-events function's: the chain alias's ARN
 
 
 def team_alias_name(team: str) -> str:
@@ -141,3 +147,7 @@ ENV_QUEUE_CAPACITY = "FTL_QUEUE_CAPACITY"
 def timestamp(moment: datetime) -> str:
     """The contract's timestamps: ISO 8601 with milliseconds and ``Z``."""
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# Capacity sources (``jobmodel.capacity.CapacityConfig``): the platform's training plans.
+ENV_CAPACITY = "FTL_CAPACITY"

@@ -180,8 +180,11 @@ def settle(before: Mapping[str, Any], after: Mapping[str, Any]) -> Settlement:
     cost = cost_usd(None if price is None else float(price), count, after.get("billable_seconds"))
     changes: dict[str, Any] = {}
     late = False
-    if cost is not None and before.get("cost_usd") != cost:
-        changes["cost_usd"] = cost
+    # A chained job's earlier attempts were charged as each ended (``prior_cost_usd``): the
+    # job's cost is theirs plus this attempt's; the usage settles this attempt's.
+    total = None if cost is None else round(float(after.get("prior_cost_usd") or 0) + cost, 4)
+    if total is not None and before.get("cost_usd") != total:
+        changes["cost_usd"] = total
         late = before.get("status") in TERMINAL_STATUSES
     if not before.get("team"):
         return Settlement(changes=changes, cost=cost, late_cost=late)

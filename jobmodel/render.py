@@ -48,13 +48,17 @@ _HEX = frozenset("0123456789abcdef")
 _METRIC_VALUE_RE = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
 
 
-def make_job_name(prefix: str, *, now: datetime, rand_hex: str, team: str | None = None) -> str:
+def make_job_name(
+    prefix: str, *, now: datetime, rand_hex: str, team: str | None = None, reserve: int = 0
+) -> str:
     """``<prefix>-YYYYMMDD-HHMM-xxxx``: a valid, unique-enough SageMaker job name.
 
     The prefix is sanitised (runs outside ``[a-zA-Z0-9-]`` become one ``-``, edge
     dashes dropped) and cut so the name fits 63 characters; ``now`` is taken in
     UTC (a naive datetime is read as UTC); ``rand_hex`` is 4 hex digits. With ``team``
     the name starts ``<team>-`` (a prefix that already starts so is not doubled).
+    ``reserve``: characters left free after the name (a chained job's attempts are
+    ``<name>-a<n>``, ``jobmodel.chain.attempt_name``).
     """
     if type(prefix) is not str:
         raise ValidationError("job_name", "job_name must be a string")
@@ -70,7 +74,7 @@ def make_job_name(prefix: str, *, now: datetime, rand_hex: str, team: str | None
         clean = f"{team}-{clean}"
     if now.tzinfo is not None:
         now = now.astimezone(UTC)
-    clean = clean[:_MAX_PREFIX_LEN].rstrip("-")
+    clean = clean[: _MAX_PREFIX_LEN - reserve].rstrip("-")
     stamp = f"{now.year:04d}{now.month:02d}{now.day:02d}-{now.hour:02d}{now.minute:02d}"
     return f"{clean}-{stamp}-{suffix}"
 
@@ -300,6 +304,9 @@ def render_create_training_job(
     environment.update(template.environment)
     if environment:
         out["Environment"] = environment
+    if template.infra_check_on:
+        # SageMaker's hardware and cluster-network health check before training.
+        out["InfraCheckConfig"] = {"EnableInfraCheck": True}
     if template.retry_attempts > 0:
         out["RetryStrategy"] = {"MaximumRetryAttempts": template.retry_attempts}
     out.update(_diagnostics(template, artifact, job_name))

@@ -39,6 +39,7 @@ SUBMIT_FIELDS: frozenset[str] = frozenset(
         "client_token",
         "dry_run",
         "priority",
+        "capacity",
     }
 )
 MAX_JOB_NAME_PREFIX = 128
@@ -68,6 +69,7 @@ class SubmitRequest:
     client_token: str | None = None
     dry_run: bool = False  # not part of the request's identity (fingerprint)
     priority: int | None = None
+    capacity: tuple[str, ...] | None = None  # the chain steps chosen (None: the whole chain)
 
     def __post_init__(self) -> None:
         for name in ("hyperparameters", "inputs", "tags"):
@@ -96,6 +98,8 @@ class SubmitRequest:
         }
         if self.priority is not None:
             body["priority"] = self.priority
+        if self.capacity is not None:
+            body["capacity"] = list(self.capacity)
         return body
 
     def fingerprint(self) -> str:
@@ -154,6 +158,7 @@ def validate_submit(
     tags = P.tags(payload, spec, platform, team, queued=queued)
     priority = P.priority(payload, spec, queued=queued)
     token, dry_run = P.flags(payload)
+    chosen = P.capacity(payload, spec)
     return SubmitRequest(
         template=spec.name,
         job_name_prefix=prefix,
@@ -168,4 +173,5 @@ def validate_submit(
         client_token=token,
         dry_run=dry_run,
         priority=priority,
+        capacity=chosen,
     )

@@ -328,6 +328,33 @@ def priority(payload: Mapping[str, Any], spec: TemplateSpec, *, queued: bool) ->
     return int(value)
 
 
+def capacity(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, ...] | None:
+    """``capacity``: the steps of the template's capacity chain the caller chooses (kept in
+    the template's order); None when absent (the whole chain)."""
+    value = F.opt(payload, "capacity")
+    if value is None:
+        return None
+    chain = spec.capacity_chain
+    if not chain:
+        raise ValidationError(
+            "capacity", f"template {spec.name} has no capacity chain; leave capacity out"
+        )
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise ValidationError(
+            "capacity", f"capacity must be a non-empty list of steps of {', '.join(chain)}"
+        )
+    for step in value:
+        if step not in chain:
+            raise ValidationError(
+                "capacity",
+                f"capacity step {R.show(step)} is not in template {spec.name}'s chain "
+                f"({', '.join(chain)})",
+            )
+    if len(set(value)) != len(value):
+        raise ValidationError("capacity", "capacity must not repeat a step")
+    return tuple(k for k in chain if k in value)
+
+
 def flags(payload: Mapping[str, Any]) -> tuple[str | None, bool]:
     """``client_token`` and ``dry_run``."""
     token = F.opt(payload, "client_token")

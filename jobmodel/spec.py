@@ -143,6 +143,14 @@ class TemplateSpec:
     # and the [low, high] range a caller's ``priority`` may choose from (higher runs first).
     queue_priority: int = 50
     queue_priority_range: tuple[int, int] = (0, 100)
+    # Capacity (jobmodel.capacity): the chain's steps in order (empty: one attempt, spot as
+    # the request says), the on-demand step's ordered instance-type preferences after the
+    # job's own type, how long the spot step waits for capacity, and SageMaker's
+    # infrastructure health check (None: on for multi-node templates).
+    capacity_chain: tuple[str, ...] = ()
+    instance_preferences: tuple[str, ...] = ()
+    spot_wait_seconds: int = 3600
+    infra_check: bool | None = None
 
     def __post_init__(self) -> None:
         setter = object.__setattr__
@@ -153,6 +161,8 @@ class TemplateSpec:
         setter(self, "environment", freeze_map(self.environment))
         setter(self, "tags", freeze_map(self.tags))
         setter(self, "queue_priority_range", freeze_seq(self.queue_priority_range))
+        setter(self, "capacity_chain", freeze_seq(self.capacity_chain))
+        setter(self, "instance_preferences", freeze_seq(self.instance_preferences))
         if isinstance(self.distribution, Mapping):
             setter(
                 self,
@@ -226,7 +236,22 @@ class TemplateSpec:
             "legacy": self.legacy,
             "queue_priority": self.queue_priority,
             "queue_priority_range": list(self.queue_priority_range),
+            "capacity_chain": list(self.capacity_chain),
+            "instance_preferences": list(self.instance_preferences),
+            "spot_wait_seconds": self.spot_wait_seconds,
+            "infra_check": self.infra_check,
         }
+
+    @property
+    def multi_node(self) -> bool:
+        """Jobs of this template may span more than one instance."""
+        return self.max_instance_count > 1
+
+    @property
+    def infra_check_on(self) -> bool:
+        """Whether jobs get SageMaker's infrastructure health check (``InfraCheckConfig``):
+        the template's ``infra_check``, by default on for multi-node templates."""
+        return self.multi_node if self.infra_check is None else bool(self.infra_check)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TemplateSpec:
@@ -289,6 +314,9 @@ class TemplateSpec:
             },
             "queue_priority": self.queue_priority,
             "queue_priority_range": list(self.queue_priority_range),
+            "capacity_chain": list(self.capacity_chain),
+            "instance_preferences": list(self.instance_preferences),
+            "infra_check": self.infra_check_on,
         }
         if self.legacy is not None:
             view["legacy"] = self.legacy

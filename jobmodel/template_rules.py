@@ -13,6 +13,7 @@ from typing import Any
 
 from . import _rules as R
 from ._shapes import fail
+from .chain import check_chain
 from .distribution import check_distribution, check_start_rules
 from .errors import TemplateError
 from .hyperparameters import HyperparameterRule, check_hyperparameters
@@ -320,7 +321,8 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     ``max-wait``, ``spot-checkpoint``, ``retry``, ``keep-alive``, ``image``,
     ``entry-point``, ``hyperparameter-default``, ``hyperparameter-rule``,
     ``hyperparameter-reserved``, ``hyperparameter-length``, ``hyperparameter-count``,
-    ``input-mode``, ``inputs``, ``metrics``, ``environment``, ``tags``, ``queue-priority``.
+    ``input-mode``, ``inputs``, ``metrics``, ``environment``, ``tags``, ``queue-priority``,
+    ``capacity-chain``, ``instance-preferences``, ``spot-wait``, ``infra-check``.
     """
     if not isinstance(spec, TemplateSpec):
         raise TemplateError("?", "type", f"expected a TemplateSpec, got {type(spec).__name__}")
@@ -341,3 +343,4 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     _check_environment(spec)
     _check_tags(spec)
     _check_queue_priority(spec)
+    check_chain(spec)

@@ -35,6 +35,7 @@ reported. So events from both sources give the same record in any order, any num
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -64,6 +65,7 @@ MAX_REASON = 1024  # SageMaker's own limit for FailureReason
 MAX_SECONDARY = 64
 MAX_METRICS = 100  # SageMaker allows 40 metric definitions per job
 MAX_METRIC_NAME = 255
+_INSTANCE_TYPE_RE = re.compile(r"ml\.[a-z0-9-]{2,20}\.[a-z0-9]{4,12}")
 # SageMaker's view of a job, replaced as a whole by a newer SageMaker observation.
 SAGEMAKER_GROUP = (
     "secondary_status",
@@ -165,6 +167,15 @@ def from_training_job(
     if detail.get("FailureReason"):
         fields["failure_reason"] = str(detail["FailureReason"])[:MAX_REASON]
     fields.update(_times(detail))
+    resources = detail.get("ResourceConfig")
+    if isinstance(resources, Mapping):
+        # Instance preferences: the type and count SageMaker chose (billed for these).
+        selected = resources.get("SelectedInstanceType")
+        if isinstance(selected, str) and _INSTANCE_TYPE_RE.fullmatch(selected):
+            fields["selected_instance_type"] = selected
+        count = resources.get("SelectedInstanceCount")
+        if type(count) is int and 0 < count <= 1000:
+            fields["selected_instance_count"] = count
     if detail.get("FinalMetricDataList") is not None:
         metrics = final_metrics(detail["FinalMetricDataList"])
         if metrics:

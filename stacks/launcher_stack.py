@@ -14,8 +14,9 @@ from ftl_constructs.job_events import JobEvents
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate, catalog_specs
 from ftl_constructs.launcher import JobLauncher
-from ftl_constructs.settings import PlatformSettings, retention_days
+from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
+from jobmodel.capacity import CapacityError
 from stacks.foundation_stack import FoundationStack
 
 
@@ -31,9 +32,13 @@ class LauncherStack(Stack):
     ) -> None:
         super().__init__(scope, id, **kwargs)
         retention = retention_days(settings.log_retention_days)
+        specs = catalog_specs(settings.catalog_file)
+        try:  # each plan's templates exist, allow its instance type and have a plan step
+            settings.capacity.check_catalog({s.name: s for s in specs})
+        except CapacityError as exc:
+            raise ContextError(exc.key, exc.rule) from None
         templates = [
-            TrainingJobTemplate(self, f"Template-{spec.name}", spec=spec)
-            for spec in catalog_specs(settings.catalog_file)
+            TrainingJobTemplate(self, f"Template-{spec.name}", spec=spec) for spec in specs
         ]
         network = foundation.network
         # Queue mode (ftl:scheduler=queue): jobs wait in an AWS Batch queue for capacity.
@@ -57,6 +62,7 @@ class LauncherStack(Stack):
             team_roles=foundation.team_roles,
             teams=settings.teams,
             prices=settings.prices,
+            capacity=settings.capacity,
             data_bucket=foundation.data_bucket,
             checkpoint_bucket=foundation.checkpoint_bucket,
             artifact_bucket=foundation.artifact_bucket,
@@ -79,6 +85,7 @@ class LauncherStack(Stack):
                 routes=self.launcher.routes,
                 teams=settings.teams,
                 http_alias=self.launcher.http_alias,
+                chain_alias=self.launcher.chain_alias,
             )
             if settings.teams.enabled
             else None
@@ -100,6 +107,7 @@ class LauncherStack(Stack):
             log_retention=retention,
             environment=self.launcher.shared_environment,
             job_queue_arns=[self.job_queue.queue_arn] if self.job_queue else [],
+            chain_alias=self.launcher.chain_alias,
         )
         # Both modes: the metrics come from the job-events function's EMF lines; the alarms
         # notify the platform's topic.

@@ -12,6 +12,7 @@ SHIPPED_TEMPLATES = [
     "bert-large-qa",
     "roberta-large-mnli-mp",
     "distilbert-spot",
+    "distilbert-chain",
     "distilbert-multilingual-sentiment",
     "albert-mlm-pretrain",
     "gpt-tp-sharded",

@@ -12,6 +12,7 @@ per container, at import (``ftl_events.dependencies``).
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -44,8 +45,26 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
             observation.source,
             observation.event_id,
         )
+    if outcome.applied and outcome.after.get("chain_pending"):
+        _advance(outcome.job_name)
     # The write that applied printed its fleet-metrics line (ftl_ledger.writer).
     message = announcement(outcome)
     if message is not None:
         RUNTIME.sns.publish(TopicArn=RUNTIME.topic_arn, **message)
     return {"updated": outcome.applied, "job_name": outcome.job_name, **public_view(outcome.after)}
+
+
+def _advance(job_name: str) -> None:
+    """A capacity chain's attempt ended for want of capacity: ask the trigger's ``chain``
+    alias to start the next attempt (asynchronously). A failure is logged: describe and stop
+    start a pending attempt too (docs/API.md, Capacity)."""
+    if not RUNTIME.chain_function or RUNTIME.lambda_client is None:
+        return
+    try:
+        RUNTIME.lambda_client.invoke(
+            FunctionName=RUNTIME.chain_function,
+            InvocationType="Event",
+            Payload=json.dumps({"action": "advance", "job_name": job_name}).encode(),
+        )
+    except Exception as err:  # noqa: BLE001 - the ledger already holds the pending attempt
+        LOG.warning("job %s: could not ask for its next attempt: %s", job_name, err)

@@ -195,6 +195,9 @@ def submit_requests(catalog: Mapping[str, Any]) -> list[dict[str, Any]]:
         name = template["name"]
         for instance_type in template["instance_types"]:
             out.append({"action": "submit", "template": name, "instance_type": instance_type})
+        # A capacity chain's later steps (issue 20): each step alone, so its request is made.
+        for step in template.get("capacity_chain", [])[1:]:
+            out.append({"action": "submit", "template": name, "capacity": [step]})
     return out
 
 
@@ -410,21 +413,42 @@ def _teams(*, weight: bool = False) -> dict[str, Any]:
 
 # The configurations the README documents (its Deploying section): context and the doors a
 # caller uses (a team's alias, the admins' alias, or the unqualified function).
+def _plans(teams: list[str]) -> dict[str, Any]:
+    """Training plans (issue 20) that the chained templates' plan step uses."""
+    window = {"start": "2020-01-01T00:00Z", "end": "2099-01-01T00:00Z", "teams": teams}
+    arn = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:training-plan/"
+    return {
+        "ftl:trainingPlans": [
+            {"name": "g5", "arn": arn + "g5", "instanceType": "ml.g5.xlarge", "instanceCount": 2,
+             "templates": ["distilbert-chain"], **window},
+            {"name": "p4d", "arn": arn + "p4d", "instanceType": "ml.p4d.24xlarge",
+             "instanceCount": 16, "templates": ["llm-sft-fsdp"], **window},
+        ]
+    }  # fmt: skip
+
+
 CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[str]]] = {
-    "default": ({}, [""]),
-    "teams": (_teams(), ["team-team-a", "team-team-b", "admin"]),
-    "queue": ({"ftl:scheduler": "queue", "ftl:queueCapacityInstances": 64}, [""]),
+    "default": (_plans([]), [""]),
+    "teams": (
+        {**_teams(), **_plans(["team-a", "team-b"])},
+        ["team-team-a", "team-team-b", "admin"],
+    ),
+    "queue": (
+        {"ftl:scheduler": "queue", "ftl:queueCapacityInstances": 64, **_plans([])},
+        [""],
+    ),
     "queue-quotashare-teams": (
         {
             **_teams(weight=True),
+            **_plans(["team-a", "team-b"]),
             "ftl:scheduler": "queue",
             "ftl:queueSharePolicy": "quotashare",
             "ftl:queueCapacityInstances": 64,
         },
         ["team-team-a", "team-team-b", "admin"],
     ),
-    "new-vpc-isolated": ({"ftl:network": "new"}, [""]),
-    "new-vpc-nat": ({"ftl:network": "new", "ftl:egress": "nat"}, [""]),
+    "new-vpc-isolated": ({"ftl:network": "new", **_plans([])}, [""]),
+    "new-vpc-nat": ({"ftl:network": "new", "ftl:egress": "nat", **_plans([])}, [""]),
     "existing-vpc": (
         {
             "ftl:network": "existing",
@@ -434,6 +458,7 @@ CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[str]]] = {
                 "privateSubnetIds": ["subnet-0aaa1111", "subnet-0bbb2222"],
                 "routeTableIds": ["rtb-0aaa1111", "rtb-0bbb2222"],
             },
+            **_plans([]),
         },
         [""],
     ),

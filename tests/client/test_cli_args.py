@@ -145,7 +145,7 @@ def test_every_submit_field_of_the_api_has_a_client_flag():
     argv = ["submit", "distilbert-spot", "--name", "run", "--set", "lr=1", "--instances", "2"]
     argv += ["--instance-type", "ml.g5.xlarge", "--spot", "--max-runtime", "1h"]
     argv += ["--max-wait", "2h", "--input", "train=s3://b/p/", "--tag", "k=v", "--token", "t"]
-    argv += ["--dry-run", "--priority", "80", "--json"]
+    argv += ["--dry-run", "--priority", "80", "--capacity", "on-demand", "--json"]
     recorder = Recorder()
     import io
 
@@ -154,3 +154,4 @@ def test_every_submit_field_of_the_api_has_a_client_flag():
     assert len(fields) >= 13  # the table was found
     assert set(recorder.fields) == fields
     assert recorder.fields["priority"] == 80
+    assert recorder.fields["capacity"] == ["on-demand"]

@@ -371,8 +371,12 @@ def test_http_api_invokes_only_the_http_alias(launcher):
     assert all(
         p["Properties"]["FunctionName"] == {"Ref": http_id} for p in api_permissions.values()
     )
-    # Single-team: the http alias is the only one, and no per-team policies or outputs.
-    assert len(launcher.find_resources("AWS::Lambda::Alias")) == 1
+    # Single-team: the http alias is the only door for callers (the chain alias is the
+    # job-events function's, issue 20), and no per-team policies or outputs.
+    names = {
+        a["Properties"]["Name"] for a in launcher.find_resources("AWS::Lambda::Alias").values()
+    }
+    assert names == {"http", "chain"}
     launcher.resource_count_is("AWS::IAM::ManagedPolicy", 0)
     assert not [o for o in launcher.find_outputs("*") if o.startswith(("Team", "Admin"))]
 

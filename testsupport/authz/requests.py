@@ -121,6 +121,10 @@ class Mapper:
             out += [
                 Request(p, "sagemaker:AddTags", (a,), tagging, src) for a in training_job_arns(name)
             ]
+        # A job on reserved capacity is authorized on the training plan too (same context).
+        plan = params.get("ResourceConfig", {}).get("TrainingPlanArn")
+        if plan:
+            out.append(Request(p, "sagemaker:CreateTrainingJob", (plan,), ctx, src))
         out.append(
             Request(
                 p, "iam:PassRole", (params["RoleArn"],), {"iam:PassedToService": SAGEMAKER}, src

@@ -22,7 +22,8 @@ from ftl_events.parse import Observation
 from ftl_ledger.ledger import Ledger
 from ftl_ledger.writer import Applied, JobWriter, print_line
 from jobmodel import TERMINAL_STATUSES
-from jobmodel.job import Change, JobRecord
+from jobmodel.attempts import change_for
+from jobmodel.job import JobRecord
 
 LOG = logging.getLogger("ftl.job_events")
 ATTEMPTS = 6  # reads and conditional writes per event before giving it back to EventBridge
@@ -105,7 +106,9 @@ class Recorder:
         if ignored is not None:
             LOG.warning("event about job %s ignored: %s", name, ignored)
             return Outcome(job_name=name, before=job, after=job)
-        done = self.writer.apply(job, Change(observation=observation.update))  # type: ignore[arg-type]
+        update = observation.update
+        # A capacity chain's attempts (jobmodel.attempts); a plain observation otherwise.
+        done = self.writer.apply(job, lambda current: change_for(current, update))  # type: ignore[arg-type]
         return Outcome.of(name, done)
 
     @staticmethod

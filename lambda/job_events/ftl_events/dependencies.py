@@ -15,7 +15,7 @@ from botocore.config import Config
 
 from ftl_events.apply import Recorder
 from ftl_ledger.ledger import Ledger
-from jobmodel.names import ENV_JOB_TABLE, ENV_PLATFORM_NAME, ENV_TOPIC_ARN
+from jobmodel.names import ENV_CHAIN_FUNCTION, ENV_JOB_TABLE, ENV_PLATFORM_NAME, ENV_TOPIC_ARN
 from jobmodel.platform import PlatformConfig
 
 CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})
@@ -28,6 +28,9 @@ class Runtime:
     topic_arn: str
     platform: str
     now: Callable[[], datetime]
+    # The trigger's ``chain`` alias (FTL_CHAIN_FUNCTION): asked to start a chain's next attempt.
+    chain_function: str = ""
+    lambda_client: Any = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -47,4 +50,10 @@ class Runtime:
             topic_arn=env.get(ENV_TOPIC_ARN, ""),
             platform=platform,
             now=now,
+            chain_function=env.get(ENV_CHAIN_FUNCTION, ""),
+            lambda_client=(
+                boto3.client("lambda", config=CLIENT_CONFIG)
+                if env.get(ENV_CHAIN_FUNCTION)
+                else None
+            ),
         )

@@ -21,6 +21,7 @@ from typing import Any
 from ftl_events.ownership import owner_of
 from jobmodel import queue_state, training_state
 from jobmodel._rules import JOB_NAME_RE
+from jobmodel.chain import ledger_job_of_attempt
 from jobmodel.names import JOB_NAME_TAG_KEY
 
 SAGEMAKER = ("aws.sagemaker", training_state.EVENT_DETAIL_TYPE)
@@ -75,6 +76,8 @@ def _sagemaker(detail: dict[str, Any], when_ms: int | None, event_id: str | None
     update = training_state.from_training_job(detail, fallback_ms=when_ms)
     name = update["training_job_name"]
     job_name = queue_state.ledger_job_name(name)
+    if job_name == name:  # a capacity chain's later attempt: <job>-a<n>
+        job_name, _ = ledger_job_of_attempt(name)
     if job_name != name:
         # Batch may cut the job's name to fit its own into SageMaker's 63 characters: the
         # payload's ftl:job-name tag names the ledger job whatever Batch called it.
@@ -96,6 +99,7 @@ def _batch(detail: dict[str, Any], event_id: str | None) -> Observation:
     if not isinstance(name, str) or not JOB_NAME_RE.fullmatch(name):
         raise ValueError("jobName is not a job name of this platform")
     update = queue_state.from_service_job(detail).fields()
+    name, _ = ledger_job_of_attempt(name)  # a capacity chain's later attempt: <job>-a<n>
     return Observation(job_name=name, update=update, event_id=event_id, owner=owner_of(detail))
 
 

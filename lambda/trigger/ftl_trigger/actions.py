@@ -21,6 +21,7 @@ from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.adapters import Call
 from ftl_trigger.backend import BACKENDS, Backend, choose
 from ftl_trigger.backend_queue import is_queued_job
+from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
 from ftl_trigger.paging import Signer
@@ -32,6 +33,7 @@ from jobmodel import (
     NotFound,
     ValidationError,
 )
+from jobmodel import attempts as A
 from jobmodel.contract import Status
 from jobmodel.errors import CapacityError, Conflict, UpstreamError, aws_error
 from jobmodel.job import Change, ChangeFor
@@ -49,7 +51,7 @@ SUBMIT_GRACE_S = 10.0
 _WRITE_ATTEMPTS = 3  # conditional writes of one change before leaving the job as it is
 
 
-class Launcher(SubmitFlow, QueueFlow):
+class Launcher(SubmitFlow, QueueFlow, ChainFlow):
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.ledger = Ledger(runtime.dynamodb, runtime.table_name)
@@ -80,6 +82,8 @@ class Launcher(SubmitFlow, QueueFlow):
         if call.action == "list":
             return self.list_jobs(call.params, caller), False
         name = validate_job_action(call.params)
+        if call.action == "advance":  # the job-events function's door only (adapters)
+            return self.advance(name), False
         if call.action == "describe":
             return self.describe(name, caller), False
         return self.stop(name, caller), False
@@ -123,13 +127,18 @@ class Launcher(SubmitFlow, QueueFlow):
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
         if job["status"] == SUBMITTING:
             job = self._recover_submitting(job)
+        if job.get("chain_pending") and job["status"] not in TERMINAL_STATUSES:
+            job = self._advance(job)  # a capacity chain's next attempt not started yet
         if job["status"] in TERMINAL_STATUSES or job["status"] == SUBMITTING:
             return job, None
         if is_queued_job(job):
             return self._refresh_queued(job)
-        described = self._describe_remote(name)
+        described = self._describe_remote(A.current_training_job(job))
         if described is not None:
-            job = self._write(job, Change(observation=from_training_job(described)))
+            update = from_training_job(described)
+            job = self._write(job, lambda current: A.change_for(current, update))
+            if job.get("chain_pending"):
+                job = self._advance(job)
         return job, None
 
     def _recover_submitting(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -169,10 +178,14 @@ class Launcher(SubmitFlow, QueueFlow):
             raise Conflict(
                 f"job {name} is still starting; retry the stop in a few seconds", field="job_name"
             )
+        if A.chained(job):
+            stopped = self._stop_chained(job)
+            if stopped is not None:  # between two attempts: nothing runs, the job stopped
+                return self._view(stopped, detail=True)
         if is_queued_job(job):
             return self._view(self._stop_queued(job, caller), detail=True)
         try:
-            self.rt.sagemaker.stop_training_job(TrainingJobName=name)
+            self.rt.sagemaker.stop_training_job(TrainingJobName=A.current_training_job(job))
         except (ClientError, BotoCoreError) as exc:
             raise map_aws_error(exc, "StopTrainingJob") from None
         # By the order rules: the job may have ended (and its end been recorded and published
@@ -258,6 +271,8 @@ class Launcher(SubmitFlow, QueueFlow):
                 if job.get(key) is not None:
                     view[key] = job[key]
         self._queue_fields(job, view, detail=detail, position=position)
+        if A.chained(job):
+            view.update(A.view_fields(job))
         return view
 
     @staticmethod
@@ -269,6 +284,8 @@ class Launcher(SubmitFlow, QueueFlow):
         cost = job.get("cost_usd")
         if cost is None:
             cost = cost_usd(job.get("price_usd_per_hour"), int(job["instance_count"]), billable)
+            if cost is not None and job.get("prior_cost_usd"):  # a chain's ended attempts
+                cost = round(cost + float(job["prior_cost_usd"]), 4)
         view["cost_usd"] = cost
         if cost is None:
             view["cost_unknown_reason"] = job.get("price_unknown_reason") or (

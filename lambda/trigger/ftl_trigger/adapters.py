@@ -21,6 +21,7 @@ from ftl_trigger.identity import (
     qualifier_of,
 )
 from jobmodel import JobModelError, NotFound, UpstreamError, ValidationError
+from jobmodel.names import CHAIN_ALIAS
 from jobmodel.routes import ACTIONS, match
 from jobmodel.teams import TeamsConfig
 
@@ -66,7 +67,19 @@ def parse(event: Any, context: Any, teams: TeamsConfig | None = None) -> Call:
         return _parse_http(event, teams)
     if is_http(event):
         raise ValidationError("request", "HTTP events are accepted only from the HTTP API")
+    if qualifier_of(invoked) == CHAIN_ALIAS:
+        return _parse_chain(event, teams)
     return _parse_direct(event, direct_caller(invoked, teams))
+
+
+def _parse_chain(event: Any, teams: TeamsConfig) -> Call:
+    """The ``chain`` alias: the job-events function asks to start a chained job's next
+    attempt (``{"action": "advance", "job_name": ...}``); IAM lets only it invoke the alias."""
+    if not isinstance(event, dict) or event.get("action") != "advance":
+        raise ValidationError("action", "the chain alias takes only the advance action")
+    params = {k: v for k, v in event.items() if k != "action"}
+    caller = Caller(principal="capacity chain", admin=teams.enabled, teams_mode=teams.enabled)
+    return Call(action="advance", params=params, caller=caller)
 
 
 def _parse_direct(event: Any, caller: Caller) -> Call:

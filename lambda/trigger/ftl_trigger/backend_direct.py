@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from jobmodel.attempts import change_for, current_training_job
 from jobmodel.contract import Status
 from jobmodel.errors import Conflict, JobModelError
 from jobmodel.job import Change
@@ -44,7 +45,7 @@ class DirectBackend:
 
     def start(self, job: dict[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any]:
         host = self.host
-        name = job["job_name"]
+        name = current_training_job(job)  # the job's name, or its chain's current attempt's
         try:
             arn = start_job(host.rt.sagemaker, rendered)
         except (ClientError, BotoCoreError) as exc:
@@ -67,7 +68,7 @@ class DirectBackend:
         return host._record_start(job, self._started(arn))
 
     def recover(self, job: dict[str, Any]) -> dict[str, Any]:
-        described = self.host._describe_remote(job["job_name"])
+        described = self.host._describe_remote(current_training_job(job))
         if described is None:
             return job
         # Recorded as started; the refresh that follows records where SageMaker is now, so
@@ -81,11 +82,12 @@ class DirectBackend:
     def _adopt(
         self, job: dict[str, Any], described: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        described = described or self.host._describe_remote(job["job_name"])
+        described = described or self.host._describe_remote(current_training_job(job))
         if described is None:
             raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
         # What SageMaker says of the job, as a describe would record it.
-        return self.host._record_start(job, Change(from_training_job(described)))
+        update = from_training_job(described)
+        return self.host._record_start(job, change_for(job, update))
 
 
 def _code(exc: Exception) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
+from jobmodel.attempts import current_training_job
 from jobmodel.contract import Status
 from jobmodel.errors import JobModelError, UpstreamError
 from jobmodel.job import Change
@@ -60,7 +61,7 @@ class QueueBackend:
         except service_jobs.SubmitUncertain as error:
             try:
                 queue = str(host.rt.scheduler.job_queue_arn)
-                found = service_jobs.find_by_name(client, queue, job["job_name"])
+                found = service_jobs.find_by_name(client, queue, current_training_job(job))
             except JobModelError:
                 # Cannot tell: keep the claim, so a replay of the token resubmits with the
                 # same clientToken (Batch then answers with the job it may have queued).
@@ -78,7 +79,7 @@ class QueueBackend:
         if self.host.rt.batch is None:
             return job
         queue = str(self.host.rt.scheduler.job_queue_arn)
-        found = service_jobs.find_by_name(self.host.rt.batch, queue, job["job_name"])
+        found = service_jobs.find_by_name(self.host.rt.batch, queue, current_training_job(job))
         return job if found is None else self._record_queued(job, found)
 
     def _client(self, job: Mapping[str, Any]) -> Any:
@@ -98,11 +99,11 @@ class QueueBackend:
         return service_jobs.service_job_request(
             rendered,
             job_queue=str(sched.job_queue_arn),
-            job_name=job["job_name"],
+            job_name=current_training_job(job),
             # The caller's token, or (none given) one derived from the job's name in a space
             # of its own: a replay of the same claim resubmits with the same clientToken, so
-            # Batch queues one job.
-            client_token=job.get("client_token"),
+            # Batch queues one job. A chain's later attempts: derived from the attempt's name.
+            client_token=job.get("client_token") if int(job.get("attempt") or 1) == 1 else None,
             team=job.get("team"),
             priority=int(job["priority"]),
             tags={t["Key"]: t["Value"] for t in rendered.get("Tags", [])},

@@ -15,6 +15,7 @@ from botocore.config import Config
 
 from ftl_trigger import aws
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
+from jobmodel.capacity import CapacityConfig
 from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES
 from jobmodel.pricing import PriceTable
 from jobmodel.scheduler import SchedulerConfig
@@ -59,6 +60,8 @@ class Runtime:
     # How jobs start (FTL_SCHEDULER); ``batch`` is the AWS Batch client, queue mode only.
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     batch: Any = None
+    # The platform's training plans (FTL_CAPACITY), for capacity chains' plan step.
+    capacity: CapacityConfig = field(default_factory=CapacityConfig)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -92,6 +95,7 @@ class Runtime:
             team_roles=team_roles(env, teams),
             prices=PriceTable.from_env(env),
             scheduler=scheduler,
+            capacity=CapacityConfig.from_env(env),
             batch=(
                 session.create_client("batch", region_name=platform.region, config=BATCH_CONFIG)
                 if scheduler.queued

@@ -26,7 +26,10 @@ from jobmodel import (
     request_hash,
     validate_submit,
 )
+from jobmodel import attempts as A
+from jobmodel import chain as C
 from jobmodel import quotas as Q
+from jobmodel.capacity import SPOT
 from jobmodel.contract import Status
 from jobmodel.job import Change, ChangeFor, overlay
 from jobmodel.pricing import estimate_max_cost_usd
@@ -71,6 +74,22 @@ class SubmitFlow:
 
         def _backend_of(self, job: dict[str, Any]) -> Backend: ...
 
+        def _plan_steps(
+            self, req: SubmitRequest, spec: Any, team: str | None
+        ) -> tuple[list[dict[str, Any]], list[str]]: ...
+
+        def _worst_case(
+            self, steps: list[dict[str, Any]], req: SubmitRequest
+        ) -> tuple[float | None, str | None]: ...
+
+        def _attempt_request(self, job: Mapping[str, Any], attempt: int) -> dict[str, Any]: ...
+
+        def _start_chained(
+            self, job: dict[str, Any], rendered: Mapping[str, Any]
+        ) -> dict[str, Any]: ...
+
+        def _record_failed_chained(self, job: dict[str, Any], error: JobModelError) -> bool: ...
+
     # ---------------------------------------------------------------- submit
     def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict[str, Any], bool]:
         team = caller.submitting_team()
@@ -90,12 +109,27 @@ class SubmitFlow:
                 return self._replay(existing, fingerprint), False
         price, reason = self.rt.prices.hourly(self.rt.platform.region, req.instance_type)
         estimate = estimate_max_cost_usd(price, req.instance_count, req.max_runtime_seconds)
+        steps: list[dict[str, Any]] = []
+        skipped: list[str] = []
+        spec = self.rt.catalog[req.template]
+        if spec.capacity_chain:
+            # A chain: attempt 1 is the first step's; the estimate its worst case.
+            steps, skipped = self._plan_steps(req, spec, team_name)
+            first = steps[0]
+            price = first["prices"][first["instance_types"][0]]
+            estimate, reason = self._worst_case(steps, req)
         checks = self._check_limits(caller, req, estimate, reason)
         if req.dry_run:
-            return self._dry_run(req, caller, price, estimate, reason, checks), False
+            dry = self._dry_run(req, caller, price, estimate, reason, checks, steps)
+            if steps:
+                dry["capacity_chain"] = steps
+                dry["capacity_skipped"] = skipped
+            return dry, False
         names = races = 0
         while names < NAME_ATTEMPTS:
-            job, rendered, token = self._new_job(req, caller, fingerprint, price, estimate, reason)
+            job, rendered, token = self._new_job(
+                req, caller, fingerprint, price, estimate, reason, steps
+            )
             self.backend.check(job, rendered)  # e.g. queue mode's 10 KiB, before any write
             usage = None
             if team is not None:
@@ -164,12 +198,17 @@ class SubmitFlow:
         price: float | None,
         estimate: float | None,
         reason: str | None,
+        steps: list[dict[str, Any]] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
         """A fresh job name, its rendered request, its ledger item and its token item."""
         team = caller.team_name
         now = self.rt.now()
         name = make_job_name(
-            req.job_name_prefix or req.template, now=now, rand_hex=self.rt.random_hex(), team=team
+            req.job_name_prefix or req.template,
+            now=now,
+            rand_hex=self.rt.random_hex(),
+            team=team,
+            reserve=C.ATTEMPT_SUFFIX_LEN if steps else 0,
         )
         rendered = render_create_training_job(
             req,
@@ -204,6 +243,20 @@ class SubmitFlow:
             "price_unknown_reason": reason,
             "priority": req.priority,  # queue mode only (None in direct mode)
         }
+        if steps:
+            # A chained job: the base request, its steps and attempt 1; the job's rendered
+            # request is the current attempt's (jobmodel.attempts).
+            job.update(
+                base_rendered=json.dumps(rendered, sort_keys=True),
+                chain=steps,
+                attempt=1,
+                attempts=[A.first_attempt(steps[0], name)],
+                spot=steps[0]["kind"] == SPOT,
+                instance_type=steps[0]["instance_types"][0],
+            )
+            rendered = self._attempt_request(job, 1)
+            job["rendered"] = json.dumps(rendered, sort_keys=True)
+            job["rendered_hash"] = request_hash(rendered)
         token = None
         if req.client_token is not None:
             token = {
@@ -222,8 +275,11 @@ class SubmitFlow:
         estimate: float | None,
         reason: str | None,
         checks: list[dict[str, Any]],
+        steps: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        job, rendered, _ = self._new_job(req, caller, req.fingerprint(), price, estimate, reason)
+        job, rendered, _ = self._new_job(
+            req, caller, req.fingerprint(), price, estimate, reason, steps
+        )
         self.backend.check(job, rendered)  # a real submit would refuse it here
         view = self._view({**job, "status": "DryRun"})
         for key in ("job_arn", "console_url", "batch_job_id", "queued_at"):
@@ -245,11 +301,16 @@ class SubmitFlow:
     # ------------------------------------------------------------------ start
     def _start(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
         """Start a claimed job with the backend it was claimed for."""
+        if A.chained(job):
+            return self._view(self._start_chained(job, rendered))
         return self._view(self._backend_of(job).start(job, rendered))
 
     def _record_failed(self, job: dict[str, Any], error: JobModelError) -> None:
         """Record a start that failed (``FailedToStart``), free the client token so the same
-        request can be retried, and give the team's usage back: one write (the writer's)."""
+        request can be retried, and give the team's usage back: one write (the writer's).
+        A chained job's start that found no capacity moves to its next step instead."""
+        if self._record_failed_chained(job, error):
+            return
         failed = Change.launcher(
             Status.FAILED_TO_START,
             self._now_ms(),

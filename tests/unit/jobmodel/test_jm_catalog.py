@@ -60,6 +60,7 @@ def test_shipped_distributions(shipped: dict[str, jm.TemplateSpec]) -> None:
     assert kinds == {
         "bert-large-qa": "smddp",
         "roberta-large-mnli-mp": "smp",
+        "distilbert-chain": "none",
         "distilbert-spot": "none",
         "distilbert-multilingual-sentiment": "smddp",
         "albert-mlm-pretrain": "smddp",

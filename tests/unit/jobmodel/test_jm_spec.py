@@ -100,8 +100,13 @@ def test_public_view_is_the_contracts_templates_entry(shipped: dict[str, jm.Temp
         "hyperparameters",
         "queue_priority",
         "queue_priority_range",
+        "capacity_chain",
+        "instance_preferences",
+        "infra_check",
     }
     assert view["distribution"] == "smddp"
+    # a multi-node template: the infrastructure health check is on by default
+    assert view["infra_check"] is True and view["capacity_chain"] == []
     assert view["queue_priority"] == 50 and view["queue_priority_range"] == [0, 100]
     assert view["inputs"] == ["train", "validation"]
     assert view["hyperparameters"]["defaults"]["max_seq_length"] == 384
