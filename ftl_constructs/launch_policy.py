@@ -122,6 +122,22 @@ def launch_statements(
         teams=teams,
     )
     own_jobs = {"StringEquals": {f"aws:ResourceTag/{PLATFORM_TAG}": platform_name}}
+    return [
+        *_create_statements(jobs, conditions, training_plans),
+        *_follow_statements(jobs, own_jobs),
+        iam.PolicyStatement(
+            sid="PassTrainingRoleToSageMaker",
+            actions=["iam:PassRole"],
+            resources=[role.role_arn for role in pass_roles],
+            conditions={"StringEquals": {"iam:PassedToService": SAGEMAKER_SERVICE}},
+        ),
+    ]
+
+
+def _create_statements(
+    jobs: list[str], conditions: dict[str, dict[str, Any]], training_plans: Sequence[str]
+) -> list[iam.PolicyStatement]:
+    """Creating jobs (on the platform's training plans too) and tagging them at creation."""
     plans = (
         [
             iam.PolicyStatement(
@@ -165,6 +181,14 @@ def launch_statements(
             resources=jobs,
             conditions={"StringEquals": {"sagemaker:TaggingAction": "CreateTrainingJob"}},
         ),
+    ]
+
+
+def _follow_statements(
+    jobs: list[str], own_jobs: dict[str, dict[str, str]]
+) -> list[iam.PolicyStatement]:
+    """Describing and stopping the platform's jobs (tagged with its name)."""
+    return [
         iam.PolicyStatement(
             sid="ReadPlatformJobs",
             actions=["sagemaker:DescribeTrainingJob"],
@@ -176,11 +200,5 @@ def launch_statements(
             actions=["sagemaker:StopTrainingJob"],
             resources=jobs,
             conditions=own_jobs,
-        ),
-        iam.PolicyStatement(
-            sid="PassTrainingRoleToSageMaker",
-            actions=["iam:PassRole"],
-            resources=[role.role_arn for role in pass_roles],
-            conditions={"StringEquals": {"iam:PassedToService": SAGEMAKER_SERVICE}},
         ),
     ]

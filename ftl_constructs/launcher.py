@@ -9,7 +9,6 @@ from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -21,6 +20,7 @@ from constructs import Construct
 
 from ftl_constructs.botocore_models import declared_operations
 from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT, TRIGGER_OPERATIONS, source_tarball
+from ftl_constructs.job_ledger import ledger_table
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate
 from ftl_constructs.launch_policy import launch_statements, training_job_arns
@@ -101,7 +101,7 @@ class JobLauncher(Construct):
         roles = _launch_roles(training_role, team_roles, teams)
         self.job_queue = job_queue
         self._training_source(roles, specs)
-        self.table = _ledger(self, encryption_key)
+        self.table = ledger_table(self, encryption_key)
 
         in_vpc = bool(subnets) and security_group is not None
         config = PlatformConfig(
@@ -378,31 +378,3 @@ def _launch_roles(
     if set(team_roles) != {t.name for t in teams.teams}:
         raise ValueError("team_roles must name one role per configured team")
     return roles
-
-
-def _ledger(scope: Construct, key: kms.IKey) -> dynamodb.Table:
-    """The job ledger: KMS-encrypted, point-in-time recovery, retained, two indexes."""
-    table = dynamodb.Table(
-        scope,
-        "JobLedger",
-        partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-        encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
-        encryption_key=key,
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True
-        ),
-        removal_policy=RemovalPolicy.RETAIN,
-    )
-    table.add_global_secondary_index(
-        index_name=JOB_INDEX,
-        partition_key=dynamodb.Attribute(name="gsi_pk", type=dynamodb.AttributeType.STRING),
-        sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
-    )
-    # One team's jobs newest first (teams deployments; sparse: only jobs with a team).
-    table.add_global_secondary_index(
-        index_name=TEAM_INDEX,
-        partition_key=dynamodb.Attribute(name="team", type=dynamodb.AttributeType.STRING),
-        sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
-    )
-    return table

@@ -146,6 +146,12 @@ def assert_outcome(answer: Answer, writes: int, creates: int) -> None:
             return
         assert_rejected_cleanly(answer, writes, creates)
         return
+    if isinstance(answer.body, dict) and answer.body.get("dry_run") is True:
+        # docs/API.md: a dry run answers the job it would create, without job_arn or
+        # console_url, and starts and writes nothing
+        assert JOB_FIELDS - {"job_arn", "console_url"} <= set(answer.body), answer.body
+        assert creates == 0 and writes == 0, (creates, writes)
+        return
     if "job_name" in answer.body and "jobs" not in answer.body:
         assert JOB_FIELDS <= set(answer.body), answer.body
         assert creates <= 1, f"{creates} jobs for one request"
