@@ -49,7 +49,7 @@ class JobEvents(Construct):
         id: str,
         *,
         table: dynamodb.ITable,
-        training_roles: Sequence[iam.IRole],
+        training_role_arns: Sequence[str],
         encryption_key: kms.IKey,
         log_retention: logs.RetentionDays,
         environment: Mapping[str, str] | None = None,
@@ -112,7 +112,7 @@ class JobEvents(Construct):
             event_pattern=events.EventPattern(
                 source=["aws.sagemaker"],
                 detail_type=[EVENT_DETAIL_TYPE],
-                detail={"RoleArn": [role.role_arn for role in training_roles]},
+                detail={"RoleArn": list(training_role_arns)},
             ),
         )
         self._target(self.rule)

@@ -101,7 +101,7 @@ def launch_statements(
     stack: Stack,
     platform_name: str,
     specs: Sequence[TemplateSpec],
-    pass_roles: Sequence[iam.IRole],
+    pass_role_arns: Sequence[str],
     key: kms.IKey,
     subnets: Sequence[ec2.ISubnet] = (),
     security_group: ec2.ISecurityGroup | None = None,
@@ -128,7 +128,7 @@ def launch_statements(
         iam.PolicyStatement(
             sid="PassTrainingRoleToSageMaker",
             actions=["iam:PassRole"],
-            resources=[role.role_arn for role in pass_roles],
+            resources=list(pass_role_arns),
             conditions={"StringEquals": {"iam:PassedToService": SAGEMAKER_SERVICE}},
         ),
     ]

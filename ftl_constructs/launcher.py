@@ -107,7 +107,7 @@ class JobLauncher(Construct):
         config = PlatformConfig(
             platform_name=platform_name,
             region=stack.region,
-            role_arn=training_role.role.role_arn if training_role is not None else "",
+            role_arn=training_role.arn_for(self) if training_role is not None else "",
             data_bucket=data_bucket.bucket_name,
             checkpoint_bucket=checkpoint_bucket.bucket_name,
             artifact_bucket=artifact_bucket.bucket_name,
@@ -152,7 +152,7 @@ class JobLauncher(Construct):
         if teams.enabled:
             self.shared_environment.update(teams.to_env())
             environment[ENV_TEAM_ROLES] = json.dumps(
-                {name: role.role.role_arn for name, role in sorted(team_roles.items())},
+                {name: role.arn_for(self) for name, role in sorted(team_roles.items())},
                 separators=(",", ":"),
             )
         if prices:
@@ -254,7 +254,7 @@ class JobLauncher(Construct):
             stack=stack,
             platform_name=platform_name,
             specs=specs,
-            pass_roles=[role.role for role in roles],
+            pass_role_arns=[role.arn_for(self) for role in roles],
             key=key,
             subnets=subnets,
             security_group=security_group,
@@ -269,7 +269,7 @@ class JobLauncher(Construct):
                 statement.add_resources(*batch_jobs)
             jobs = [*jobs, *batch_jobs]
             grant = self.job_queue.grant_submit(
-                self.function, training_role_arns=[role.role.role_arn for role in roles]
+                self.function, training_role_arns=[role.arn_for(self) for role in roles]
             )
             grant.apply_before(self.function)
         policy.add_statements(*statements)

@@ -9,12 +9,22 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge, acknowledge_resource
 from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, TRAINING_LOG_GROUP
 
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
+
+
+def role_arn_parameter(platform_name: str, team: str | None = None) -> str:
+    """The SSM parameter that holds a training role's ARN for the other stacks: the platform's
+    one role, or a team's (separate paths, so a single-team role and a team role never share a
+    name while an upgrade creates one and deletes the other)."""
+    if team is None:
+        return f"/fine-tuning/{platform_name}/training-role-arn"
+    return f"/fine-tuning/{platform_name}/teams/{team}/training-role-arn"
 
 
 class TrainingRole(Construct):
@@ -24,6 +34,11 @@ class TrainingRole(Construct):
     writes its own logs and metrics and, in VPC mode, manages its network interfaces. Image pull
     rights are added per template with :meth:`allow_image_pull`, so the role can pull only the
     repositories the shipped templates use.
+
+    With ``arn_parameter`` the role's ARN is also written to that SSM parameter, and another
+    stack reads it from there (:meth:`arn_for`) instead of importing a CloudFormation export:
+    an export cannot be removed while a stack imports it, so an upgrade that removes this role
+    (single team to teams, a team removed) could not deploy in one ``cdk deploy --all``.
 
     Attributes:
         role: the IAM role.
@@ -44,10 +59,12 @@ class TrainingRole(Construct):
         extra_input_buckets: Iterable[str] = (),
         team: str | None = None,
         team_buckets: Iterable[str] = (),
+        arn_parameter: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
         self._pulls: set[str] = set()
+        self.arn_parameter = arn_parameter
         self.role = iam.Role(
             self,
             "Role",
@@ -65,6 +82,14 @@ class TrainingRole(Construct):
             ),
         )
         self.policy = iam.Policy(self, "Policy", roles=[self.role])
+        if arn_parameter is not None:
+            ssm.StringParameter(
+                self,
+                "ArnParameter",
+                parameter_name=arn_parameter,
+                string_value=self.role.role_arn,
+                description="The training role's ARN, read by the launcher stack at deploy",
+            )
         log_group_arn = stack.format_arn(
             service="logs",
             resource="log-group",
@@ -217,6 +242,14 @@ class TrainingRole(Construct):
                 resources=["*"],
             ),
         )
+
+    def arn_for(self, scope: Construct) -> str:
+        """The role's ARN as ``scope``'s stack should refer to it: a reference in this role's
+        own stack (or with no ``arn_parameter``); from another stack, the SSM parameter's
+        value, which CloudFormation resolves at each deploy of that stack (no export)."""
+        if self.arn_parameter is None or Stack.of(scope) is Stack.of(self):
+            return self.role.role_arn
+        return ssm.StringParameter.value_for_string_parameter(scope, self.arn_parameter)
 
     def allow_image_pull(self, image_uri: str) -> None:
         """Let jobs pull one ECR image, given as its full URI."""

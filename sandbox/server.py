@@ -45,6 +45,11 @@ def _apply_shims() -> None:
     #    and admin aliases), and its AWS::Lambda::Version answers neither Ref (the version ARN)
     #    nor Fn::GetAtt Version: create aliases with moto's own Lambda API, and answer both.
     _lambda_alias_resources()
+    # 6. moto 5.2's UpdateStack: previous parameter values and exports as CloudFormation keeps
+    #    them, so a second deploy (an upgrade) runs (sandbox/cfn_updates.py).
+    from sandbox.cfn_updates import apply_update_shims
+
+    apply_update_shims()
 
 
 def _kms_key_tags() -> None:
@@ -286,7 +291,10 @@ _IMPORT_LOCK = threading.Lock()
 def _invoke_in_process(fn: Any, event: Any = None) -> tuple[str, bool, str]:
     from sandbox.runner import Context, load_zip_handler
 
-    key = (fn.function_name, hashlib.sha256(fn.code_bytes).hexdigest())
+    # A new code zip or a new environment (an upgrade's second deploy) is a new execution
+    # environment, as in Lambda: load the function again.
+    variables = json.dumps(fn.environment_vars or {}, sort_keys=True)
+    key = (fn.function_name, hashlib.sha256(fn.code_bytes).hexdigest(), variables)
     with _IMPORT_LOCK:
         if key not in _LOADED:
             env = {

@@ -17,7 +17,7 @@ from ftl_constructs.secure_bucket import (
 )
 from ftl_constructs.settings import PlatformSettings, retention_days
 from ftl_constructs.training_network import TrainingNetwork
-from ftl_constructs.training_role import TrainingRole
+from ftl_constructs.training_role import TrainingRole, role_arn_parameter
 
 
 class FoundationStack(Stack):
@@ -108,6 +108,7 @@ class FoundationStack(Stack):
                     f"TeamTrainingRole-{team.name}",
                     team=team.name,
                     team_buckets=team.buckets,
+                    arn_parameter=role_arn_parameter(settings.name, team.name),
                     **role_settings,
                 )
         else:
@@ -115,8 +116,15 @@ class FoundationStack(Stack):
                 self,
                 "TrainingRole",
                 extra_input_buckets=settings.extra_input_buckets,
+                arn_parameter=role_arn_parameter(settings.name),
                 **role_settings,
             )
+        # Deployments made before the launcher read the role ARNs from SSM import them from
+        # these exports (named as the automatic ones were); kept so that such a deployment
+        # upgrades in one deploy. Nothing imports them after that, so a role and its export
+        # may go away together.
+        for training_role in self.training_roles:
+            self.export_value(training_role.role.role_arn)
 
     def _add_outputs(self) -> None:
         CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)

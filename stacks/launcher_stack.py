@@ -102,7 +102,7 @@ class LauncherStack(Stack):
             self,
             "JobEvents",
             table=self.launcher.table,
-            training_roles=[r.role for r in foundation.training_roles],
+            training_role_arns=[r.arn_for(self) for r in foundation.training_roles],
             encryption_key=foundation.key,
             log_retention=retention,
             environment=self.launcher.shared_environment,
@@ -141,7 +141,7 @@ class LauncherStack(Stack):
                 CfnOutput(
                     self,
                     f"Team{oid}TrainingRoleArn",
-                    value=foundation.team_roles[name].role.role_arn,
+                    value=foundation.team_roles[name].arn_for(self),
                 )
             if access.admin_alias is not None and access.admin_policy is not None:
                 CfnOutput(self, "AdminInvokeArn", value=access.admin_alias.function_arn)

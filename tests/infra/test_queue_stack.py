@@ -217,8 +217,10 @@ def test_trigger_submits_to_this_queue_only_and_passes_only_the_team_roles(queue
             assert set(_actions(s)) <= {"batch:DescribeServiceJob", "batch:ListServiceJobs"}, s
     (passrole,) = [s for s in statements if "iam:PassRole" in _actions(s)]
     roles = _resources(passrole)
-    assert len(roles) == 2 and all("Fn::ImportValue" in r for r in roles)
-    assert all("TeamTrainingRoleteam" in r["Fn::ImportValue"] for r in roles)
+    # The team roles' ARNs come from the foundation's SSM parameters, not from exports.
+    assert sorted(_ssm_parameter(queue_teams, r) for r in roles) == [
+        f"/fine-tuning/ftl/teams/{t}/training-role-arn" for t in ("team-a", "team-b")
+    ]
     assert passrole["Condition"] == {
         "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
     }
@@ -248,7 +250,14 @@ def test_single_team_queue_passes_the_training_role(queue):
     statements = _trigger_statements(queue)
     (passrole,) = [s for s in statements if "iam:PassRole" in _actions(s)]
     (role,) = _resources(passrole)
-    assert "TrainingRole" in role["Fn::ImportValue"]
+    assert _ssm_parameter(queue, role) == "/fine-tuning/ftl/training-role-arn"
+
+
+def _ssm_parameter(template, ref: dict) -> str:
+    """The SSM parameter name behind a ``Ref`` of an SSM-typed template parameter."""
+    parameter = template.to_json()["Parameters"][ref["Ref"]]
+    assert parameter["Type"] == "AWS::SSM::Parameter::Value<String>"
+    return parameter["Default"]
 
 
 # ------------------------------------------------------------------------- job events

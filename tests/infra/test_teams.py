@@ -179,7 +179,10 @@ def test_outputs_per_team_and_for_admins_plus_the_existing_ones(launcher):
     for oid, team in (("Teama", "team-a"), ("Teamb", "team-b")):
         assert outputs[f"Team{oid}InvokeArn"]["Value"] == {"Ref": aliases[f"team-{team}"][0]}
         assert "Ref" in outputs[f"Team{oid}PolicyArn"]["Value"]
-        assert "Fn::ImportValue" in outputs[f"Team{oid}TrainingRoleArn"]["Value"]
+        # read from the foundation's SSM parameter, not imported (an upgrade may remove it)
+        ref = outputs[f"Team{oid}TrainingRoleArn"]["Value"]["Ref"]
+        parameter = launcher.to_json()["Parameters"][ref]
+        assert parameter["Default"] == f"/fine-tuning/ftl/teams/{team}/training-role-arn"
     assert outputs["AdminInvokeArn"]["Value"] == {"Ref": aliases["admin"][0]}
     assert "AdminPolicyArn" in outputs
     for name in (

@@ -3,7 +3,9 @@
 CloudFormation would give every resource a physical name; here each gets a deterministic fake
 one of the right shape (an ARN where ``Ref`` returns an ARN, a bucket name where it returns a
 name), so the policies and the trigger's environment resolve to the same strings. Cross-stack
-``Fn::ImportValue`` reads the exporting stack's output.
+``Fn::ImportValue`` reads the exporting stack's output, and a parameter of type
+``AWS::SSM::Parameter::Value<String>`` the value of the ``AWS::SSM::Parameter`` of that name
+another stack writes (how the training roles' ARNs reach the launcher stack).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Stacks:
 
     templates: Mapping[str, Mapping[str, Any]]
     _exports: dict[str, Any] = field(default_factory=dict)
+    _ssm: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for stack, template in self.templates.items():
@@ -36,6 +39,10 @@ class Stacks:
                 name = output.get("Export", {}).get("Name")
                 if name is not None:
                     self._exports[self.resolve(stack, name)] = (stack, output["Value"])
+            for resource in template.get("Resources", {}).values():
+                if resource["Type"] == "AWS::SSM::Parameter":
+                    props = resource["Properties"]
+                    self._ssm[props["Name"]] = (stack, props["Value"])
 
     # ------------------------------------------------------------------ physical names
     def _name(self, stack: str, logical: str, prop: str | None, *, lower: bool = False) -> str:
@@ -48,7 +55,12 @@ class Stacks:
     def ref(self, stack: str, logical: str) -> Any:
         params = self.templates[stack].get("Parameters", {})
         if logical in params:
-            return params[logical].get("Default", f"{logical}-parameter")
+            default = params[logical].get("Default", f"{logical}-parameter")
+            if params[logical].get("Type", "").startswith("AWS::SSM::Parameter::Value"):
+                if default in self._ssm:
+                    writer, value = self._ssm[default]
+                    return self.resolve(writer, value)
+            return default
         pseudo = {
             "AWS::Region": REGION,
             "AWS::AccountId": ACCOUNT,
