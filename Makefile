@@ -1,8 +1,12 @@
 # One entry point for set-up, the local demo, tests and benchmarks.
-#   make demo   - set up everything, deploy into a local moto sandbox and start a job there
+#   make demo   - set up what the demo needs, deploy into a local moto sandbox and start a job there
 #   make demo-queue - the same in queue mode: three jobs into a 4-instance queue, one waits
-#   make test   - set up everything and run lint plus every test (what .ci/run calls)
+#   make test   - set up everything (the training stack and checkov too) and run lint plus every
+#                 test (what .ci/run calls)
 #   make test-fast - lint (ruff, mypy) and every test that needs no sandbox deploy
+# Set-up per command: `setup` (demo, sandbox, synth, lint) installs the CDK, moto and the test
+# tools; `setup-test` (test, bench) adds the training stack (requirements-train.txt: torch,
+# transformers, ...) and checkov's own environment, which only the tests and benchmarks use.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -10,16 +14,26 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup demo demo-queue sandbox sandbox-teams sandbox-queue sandbox-queue-teams test test-fast lint format synth bench clean
+.PHONY: setup setup-test demo demo-queue sandbox sandbox-teams sandbox-queue sandbox-queue-teams test test-fast lint format synth bench clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-train.txt requirements-checkov.txt
+setup-test: setup $(VENV)/.installed-train $(VENV)/checkov/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -r requirements-dev.txt -r requirements-train.txt
+	$(VENV)/bin/pip install -q -r requirements-dev.txt
 	$(VENV)/bin/pip install -q --no-deps -e .
-	# checkov pins an older boto3, so it gets a virtual environment of its own
+	touch $@
+
+# The training entrypoint's dependencies (tests/training, bench): not needed by the demo.
+$(VENV)/.installed-train: $(VENV)/.installed requirements-train.txt
+	$(VENV)/bin/pip install -q -r requirements-dev.txt -r requirements-train.txt
+	touch $@
+
+# checkov pins an older boto3, so it gets a virtual environment of its own
+$(VENV)/checkov/.installed: requirements-checkov.txt
 	$(PYTHON) -m venv $(VENV)/checkov
 	$(VENV)/checkov/bin/pip install -q -r requirements-checkov.txt
 	touch $@
@@ -59,17 +73,17 @@ format: setup
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: lint
+test: setup-test lint
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
 
 # Everything but tests/sandbox (the deploys into moto_server take most of the suite's time).
-test-fast: lint
+test-fast: setup-test lint
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q -m "not sandbox" --ignore=tests/sandbox
 
 synth: setup
 	npx --no-install cdk synth --quiet
 
-bench: setup
+bench: setup-test
 	$(PY) -m bench.run_all
 
 clean:

@@ -1,7 +1,7 @@
 """Find (or, once, create) the checkov command: it lives in its own virtual environment.
 
 checkov 3.3.30 pins boto3==1.35.49, which conflicts with the runtime pins in
-``requirements.txt``, so it cannot share ``.venv``. ``make setup`` should create
+``requirements.txt``, so it cannot share ``.venv``. ``make setup-test`` (``make test``) creates
 ``.venv/checkov`` from ``requirements-checkov.txt``; when it has not, the first test that needs
 checkov creates it here (under a file lock, so parallel workers build it once).
 ``$CHECKOV`` overrides the command.
