@@ -8,10 +8,13 @@ Standard library only (the trigger and the job-events function both use it).
 * ``cost_usd`` = ``BillableTimeInSeconds`` x instance count x price / 3600. SageMaker's billable
   time already reflects spot savings. (With managed spot, savings % = 1 - billable/training.)
 
-Prices: ``jobmodel/prices.json`` (its ``date`` and ``source`` say where they come from), with
-the deployment's override merged over it: context ``ftl:prices`` -> env ``FTL_PRICES``, shape
-``{"<region>": {"<instance type>": <USD per hour>, ...}}``. A price not in either is unknown:
-reported as ``null`` with a reason, never guessed and never zero.
+Prices, each source over the one before: ``jobmodel/prices.json`` (its ``date`` and ``source``
+say where they come from); the prices the price-refresh function loaded from the AWS Price List
+API for the deployment's region (``jobmodel.price_list``; the ledger item records their date
+and source; :meth:`PriceTable.with_listed`); the deployment's override, context
+``ftl:prices`` -> env ``FTL_PRICES``, shape ``{"<region>": {"<instance type>": <USD per hour>,
+...}}``. A price in none of them is unknown: reported as ``null`` with a reason, never guessed
+and never zero.
 """
 
 from __future__ import annotations
@@ -75,10 +78,26 @@ class PriceTable:
     regions: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     source: str = ""
     date: str = ""
+    overrides: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # ftl:prices
 
     def __post_init__(self) -> None:
-        frozen = {r: MappingProxyType(dict(t)) for r, t in self.regions.items()}
-        object.__setattr__(self, "regions", MappingProxyType(frozen))
+        for name in ("regions", "overrides"):
+            frozen = {r: MappingProxyType(dict(t)) for r, t in getattr(self, name).items()}
+            object.__setattr__(self, name, MappingProxyType(frozen))
+
+    def with_listed(
+        self, region: str, listed: Mapping[str, float], *, source: str, date: str
+    ) -> PriceTable:
+        """This table with the Price List API's prices for ``region`` over the shipped ones;
+        the ``ftl:prices`` override still wins. ``source`` and ``date`` become the listed
+        prices' (the shipped file's stay when nothing was listed)."""
+        if not listed:
+            return self
+        regions = {r: dict(t) for r, t in self.regions.items()}
+        merged = regions.setdefault(region, {})
+        merged.update(parse_prices({region: dict(listed)}, key="price list")[region])
+        merged.update(self.overrides.get(region, {}))
+        return PriceTable(regions=regions, source=source, date=date, overrides=self.overrides)
 
     def hourly(self, region: str, instance_type: str) -> tuple[float | None, str | None]:
         """``(price, None)``, or ``(None, reason)`` when the price is unknown."""
@@ -86,7 +105,7 @@ class PriceTable:
         if price is None:
             return None, (
                 f"no on-demand price for {instance_type} in {region} in the platform's price "
-                "table (prices.json or ftl:prices)"
+                "table (the Price List refresh, prices.json or ftl:prices)"
             )
         return price, None
 
@@ -95,15 +114,20 @@ class PriceTable:
         """The shipped file with ``override`` (``FTL_PRICES`` JSON) merged over it."""
         shipped = json.loads(path.read_text())
         regions = parse_prices(shipped.get("regions", {}), key=path.name)
+        overrides: dict[str, dict[str, float]] = {}
         if override:
             try:
                 extra = json.loads(override)
             except ValueError as exc:
                 raise ValueError(f"environment variable {ENV_PRICES} is not JSON: {exc}") from None
-            for region, types in parse_prices(extra, key=ENV_PRICES).items():
+            overrides = parse_prices(extra, key=ENV_PRICES)
+            for region, types in overrides.items():
                 regions.setdefault(region, {}).update(types)
         return cls(
-            regions=regions, source=str(shipped.get("source", "")), date=str(shipped.get("date"))
+            regions=regions,
+            source=str(shipped.get("source", "")),
+            date=str(shipped.get("date")),
+            overrides=overrides,
         )
 
     @classmethod

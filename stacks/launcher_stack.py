@@ -14,6 +14,7 @@ from ftl_constructs.job_events import JobEvents
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate, catalog_specs
 from ftl_constructs.launcher import JobLauncher
+from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
 from jobmodel.capacity import CapacityError
@@ -76,6 +77,14 @@ class LauncherStack(Stack):
             job_queue=self.job_queue,
         )
         self._events_and_dashboard(settings, foundation, retention)
+        # Training prices from the AWS Price List API, daily and after each deploy.
+        self.prices = PriceRefresh(
+            self,
+            "PriceRefresh",
+            table=self.launcher.table,
+            encryption_key=foundation.key,
+            log_retention=retention,
+        )
         self.team_access = (
             TeamAccess(
                 self,

@@ -28,6 +28,7 @@ from tests.authz.harness import (
     training_role_requests,
     trust_request,
 )
+from tests.lambda_support import ROOT as REPO_ROOT
 from tests.lambda_support import client, load_handler
 from testsupport.authz.aws_managed import BATCH_SAGEMAKER_SLR, BATCH_SAGEMAKER_SLR_POLICY
 from testsupport.authz.evaluate import Policy, Request, evaluate, statements
@@ -196,6 +197,73 @@ def test_every_job_events_request_is_allowed(name, trigger_run, authz_sandbox):
     assert expected <= actions, actions
     outcomes = d.evaluate_all(requests)
     assert not denied(outcomes), "\n".join(denied(outcomes))
+
+
+PRICES_DIR = REPO_ROOT / "lambda" / "prices"
+
+
+def _prices_requests(d: Deployment, sandbox: Any) -> list[Request]:
+    """Drive the price-refresh function once (its schedule's event) and record its calls: the
+    Price List API (the sandbox's stand-in) and the ledger's prices item."""
+    from tests.lambda_support import FakeContext
+    from testsupport.authz.record import recording
+
+    fn = d.function("PriceRefreshHandlerFunction")
+    env = dict(fn["Environment"]["Variables"]) | {
+        "AWS_ENDPOINT_URL": sandbox.endpoint,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    event = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+    with pytest.MonkeyPatch.context() as mp:
+        module = load_handler(PRICES_DIR, mp, env)
+        with recording() as calls:
+            done = module.handler(event, FakeContext(function_name="ftl-prices"))
+    assert done["written"], done
+    role = str(fn["Role"])
+    return [r for c in calls for r in d.mapper.requests(role, c.service, c.operation, c.params)]
+
+
+@pytest.mark.parametrize("name", ["default", "teams"])
+def test_every_price_refresh_request_is_allowed(name, trigger_run, authz_sandbox):
+    d = deployment(name)
+    trigger_run(name)  # its ledger table exists in the sandbox
+    requests = _prices_requests(d, authz_sandbox)
+    actions = {r.action for r in requests}
+    assert {"pricing:GetProducts", "dynamodb:PutItem"} <= actions, actions
+    outcomes = d.evaluate_all(requests)
+    assert not denied(outcomes), "\n".join(denied(outcomes))
+
+
+def test_the_price_refresh_writes_only_the_prices_item(trigger_run, authz_sandbox):
+    d = deployment("default")
+    trigger_run("default")
+    (put,) = [r for r in _prices_requests(d, authz_sandbox) if r.action == "dynamodb:PutItem"]
+    other = Request(put.principal, put.action, put.resources, {"dynamodb:LeadingKeys": ["job#x"]})
+    assert not d.evaluate(other).allowed
+
+
+def test_eventbridge_may_invoke_the_price_refresh_from_its_two_rules():
+    d = deployment("default")
+    fn = d.function("PriceRefreshHandlerFunction")
+    fn_arn = d.stacks.get_att(fn["stack"], fn["logical"], "Arn")
+    rules = [
+        d.stacks.get_att(stack, logical, "Arn")
+        for stack, logical, _ in d.stacks.resources("AWS::Events::Rule")
+        if logical.startswith("PriceRefresh")
+    ]
+    assert len(rules) == 2
+    for rule in rules:
+        request = Request(
+            "events.amazonaws.com",
+            "lambda:InvokeFunction",
+            (fn_arn,),
+            {"aws:SourceArn": rule},
+            "EventBridge",
+        )
+        assert d.evaluate(request).allowed, rule
 
 
 def _team_policy(d: Deployment, alias: str) -> Policy:

@@ -174,7 +174,19 @@ class Mapper:
         return self._item(p, "dynamodb:GetItem", params["TableName"], src)
 
     def _dynamodb_PutItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
-        return self._item(p, "dynamodb:PutItem", params["TableName"], src)
+        out = self._item(p, "dynamodb:PutItem", params["TableName"], src)
+        # The partition key written, for policies that limit it (dynamodb:LeadingKeys).
+        pk = params.get("Item", {}).get("pk", {}).get("S")
+        if pk is not None:
+            first = out[0]
+            context = {**first.context, "dynamodb:LeadingKeys": [pk]}
+            out[0] = Request(first.principal, first.action, first.resources, context, src)
+        return out
+
+    # ---------------------------------------------------------------- Price List
+    def _pricing_GetProducts(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        # No resource types and no condition keys (Service Authorization Reference).
+        return [Request(p, "pricing:GetProducts", ("*",), {}, src)]
 
     def _dynamodb_UpdateItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
         return self._item(p, "dynamodb:UpdateItem", params["TableName"], src)

@@ -67,6 +67,8 @@ class Stacks:
             "AWS::Partition": PARTITION,
             "AWS::URLSuffix": "amazonaws.com",
             "AWS::StackName": stack,
+            "AWS::StackId": f"arn:aws:cloudformation:{REGION}:{ACCOUNT}:stack/{stack}/"
+            f"{_token(stack, n=8)}-0000-4000-8000-{_token(stack, 'id', n=12)}",
             "AWS::NoValue": None,
         }
         if logical in pseudo:

@@ -78,6 +78,10 @@ class Ledger:
     def get_usage(self, team: str) -> dict[str, Any] | None:
         return self._get("usage#" + team)
 
+    def get_item(self, pk: str) -> dict[str, Any] | None:
+        """Any ledger item by key (the Price List prices: ``jobmodel.price_list``)."""
+        return self._get(pk)
+
     def _get(self, pk: str) -> dict[str, Any] | None:
         with dynamodb_call("GetItem"):
             item = self.client.get_item(

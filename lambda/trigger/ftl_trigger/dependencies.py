@@ -13,7 +13,9 @@ from typing import Any
 
 from botocore.config import Config
 
+from ftl_ledger.ledger import Ledger
 from ftl_trigger import aws
+from ftl_trigger.prices import LivePrices
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.capacity import CapacityConfig
 from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES
@@ -56,7 +58,8 @@ class Runtime:
     console_base: str
     teams: TeamsConfig
     team_roles: Mapping[str, str]
-    prices: PriceTable
+    # A PriceTable, or LivePrices (the Price List prices the refresh stored over it).
+    prices: PriceTable | LivePrices
     # How jobs start (FTL_SCHEDULER); ``batch`` is the AWS Batch client, queue mode only.
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     batch: Any = None
@@ -75,6 +78,9 @@ class Runtime:
         teams = TeamsConfig.from_env(env)
         scheduler = SchedulerConfig.from_env(env)
         session = aws.session()
+        dynamodb = session.create_client(
+            "dynamodb", region_name=platform.region, config=DYNAMODB_CONFIG
+        )
         return cls(
             platform=platform,
             catalog=catalog,
@@ -82,9 +88,7 @@ class Runtime:
             sagemaker=session.create_client(
                 "sagemaker", region_name=platform.region, config=SAGEMAKER_CONFIG
             ),
-            dynamodb=session.create_client(
-                "dynamodb", region_name=platform.region, config=DYNAMODB_CONFIG
-            ),
+            dynamodb=dynamodb,
             now=lambda: datetime.now(UTC),
             random_hex=lambda: secrets.token_hex(2),
             console_base=(
@@ -93,7 +97,9 @@ class Runtime:
             ),
             teams=teams,
             team_roles=team_roles(env, teams),
-            prices=PriceTable.from_env(env),
+            prices=LivePrices(
+                PriceTable.from_env(env), Ledger(dynamodb, table).get_item, platform.region
+            ),
             scheduler=scheduler,
             capacity=CapacityConfig.from_env(env),
             batch=(
