@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from ftl_constructs.bundling import ROOT
+from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT
 from ftl_constructs.nag import acknowledge
 from ftl_constructs.platform_function import PlatformFunction
 from jobmodel.price_list import price_item_key
@@ -49,7 +49,7 @@ class PriceRefresh(Construct):
             "Handler",
             description="Fine-tuning platform: training prices from the AWS Price List API",
             code_dir=ROOT / "lambda" / "prices",
-            packages=[ROOT / "jobmodel"],
+            packages=[ROOT / "jobmodel", LEDGER_PACKAGE],
             encryption_key=encryption_key,
             log_retention=log_retention,
             environment={"FTL_JOB_TABLE": table.table_name},

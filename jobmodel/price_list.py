@@ -86,9 +86,10 @@ def _hourly_usd(on_demand: Mapping[str, Any]) -> float | None:
         for dimension in (offer.get("priceDimensions") or {}).values():
             if dimension.get("unit") != "Hrs":
                 continue
+            usd = (dimension.get("pricePerUnit") or {}).get("USD")
             try:
-                found.add(float((dimension.get("pricePerUnit") or {}).get("USD")))
-            except (TypeError, ValueError):
+                found.add(float(str(usd)))
+            except ValueError:
                 continue
     if len(found) != 1:
         return None

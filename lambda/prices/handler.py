@@ -4,7 +4,8 @@ Runs once a day and after each deploy of the launcher stack (EventBridge rules,
 ``ftl_constructs/price_refresh.py``); any event starts a refresh. It pages through
 ``pricing:GetProducts`` (``jobmodel.price_list.get_products_request``) for the function's
 region, keeps the on-demand USD per training instance-hour of each instance type, and writes
-them with the time and the source into the ledger item ``prices#<region>``, which the trigger
+them with the time and the source into the ledger item ``prices#<region>`` (through the
+ledger package ``ftl_ledger``, the one writer of DynamoDB items), which the trigger
 reads over the shipped table and under the ``ftl:prices`` override (``jobmodel.pricing``).
 Nothing is written when the answer holds no price: the last good prices stay.
 """
@@ -20,6 +21,7 @@ from typing import Any
 
 import boto3
 
+from ftl_ledger.ledger import Ledger
 from jobmodel.price_list import (
     PRICING_API_REGION,
     get_products_request,
@@ -49,14 +51,11 @@ def refresh(
         LOG.warning("no training prices for %s in %d products; kept the last", region, len(entries))
         return {"written": False, "products": len(entries), "prices": 0}
     refreshed_at = now().strftime("%Y-%m-%dT%H:%M:%SZ")
-    dynamodb.put_item(
-        TableName=table,
-        Item={
-            "pk": {"S": price_item_key(region)},
-            "prices": {"S": json.dumps(prices, sort_keys=True, separators=(",", ":"))},
-            "source": {"S": source_text(region)},
-            "refreshed_at": {"S": refreshed_at},
-        },
+    Ledger(dynamodb, table).put_prices(
+        price_item_key(region),
+        json.dumps(prices, sort_keys=True, separators=(",", ":")),
+        source=source_text(region),
+        refreshed_at=refreshed_at,
     )
     LOG.info("stored %d training prices for %s at %s", len(prices), region, refreshed_at)
     return {"written": True, "products": len(entries), "prices": len(prices)}

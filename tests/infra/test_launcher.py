@@ -430,11 +430,17 @@ def test_platform_config_env_round_trips():
 
 
 def test_only_eventbridge_invokes_the_job_events_function_for_its_rule(launcher):
-    (rule_id,) = launcher.find_resources("AWS::Events::Rule")
     (events_fn,) = launcher.find_resources(
         "AWS::Lambda::Function",
         {"Properties": {"Environment": {"Variables": {"FTL_TOPIC_ARN": Match.any_value()}}}},
     )
+    (rule_id,) = [
+        logical
+        for logical, rule in launcher.find_resources("AWS::Events::Rule").items()
+        if any(
+            t["Arn"] == {"Fn::GetAtt": [events_fn, "Arn"]} for t in rule["Properties"]["Targets"]
+        )
+    ]
     permissions = [
         p["Properties"]
         for p in launcher.find_resources("AWS::Lambda::Permission").values()

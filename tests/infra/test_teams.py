@@ -217,8 +217,10 @@ def test_trigger_and_job_events_get_teams_and_prices(launcher):
 
 
 def test_job_events_rule_matches_every_team_role(launcher):
-    (rule,) = launcher.find_resources("AWS::Events::Rule").values()
-    assert len(rule["Properties"]["EventPattern"]["detail"]["RoleArn"]) == 2
+    rules = launcher.find_resources("AWS::Events::Rule").values()
+    patterns = [r["Properties"].get("EventPattern", {}) for r in rules]
+    (sagemaker,) = [p for p in patterns if p.get("source") == ["aws.sagemaker"]]
+    assert len(sagemaker["detail"]["RoleArn"]) == 2
 
 
 def test_api_still_goes_only_through_the_http_alias(launcher):

@@ -12,6 +12,8 @@ Items:
   job a token started and the request's fingerprint. Tokens are scoped per team.
 * ``pk = "usage#<team>"``: the team's usage (``jobmodel.quotas``).
 * ``pk = "secret#paging"``: the key that signs list tokens (``ftl_trigger.paging``).
+* ``pk = "prices#<region>"``: the region's training prices from the AWS Price List API, with
+  ``refreshed_at`` and ``source`` (``jobmodel.price_list``; :meth:`Ledger.put_prices`).
 
 The job, its token and its usage are written in one transaction with conditions, so of any
 number of concurrent duplicates exactly one claims the token, and concurrent submits never
@@ -20,7 +22,8 @@ take a team past its limits.
 Failures: a condition that does not hold is this module's own exception or a ``False``
 return, as each method says; any other DynamoDB failure is the contract's error
 (``Throttled`` or ``UpstreamError``, ``jobmodel.errors.aws_error``), naming the operation.
-Both functions ship this package (``ftl_constructs/launcher.py``, ``job_events.py``).
+The trigger, the job-events and the price-refresh functions ship this package
+(``ftl_constructs/launcher.py``, ``job_events.py``, ``price_refresh.py``).
 """
 
 from __future__ import annotations
@@ -88,6 +91,18 @@ class Ledger:
                 TableName=self.table, Key={"pk": {"S": pk}}, ConsistentRead=True
             ).get("Item")
         return from_item(item) if item else None
+
+    # ----------------------------------------------------------------- prices
+    def put_prices(self, pk: str, prices: str, *, source: str, refreshed_at: str) -> None:
+        """Replace the Price List prices item ``pk`` (``prices#<region>``) whole."""
+        item = {
+            "pk": {"S": pk},
+            "prices": {"S": prices},
+            "source": {"S": source},
+            "refreshed_at": {"S": refreshed_at},
+        }
+        with dynamodb_call("PutItem"):
+            self.client.put_item(TableName=self.table, Item=item)
 
     # ----------------------------------------------------- conditional writes
     def put_if_absent(self, put: Mapping[str, Any]) -> bool:
