@@ -22,7 +22,7 @@ def test_functions_deploy_the_python_the_tests_run_on():
         f"tests run on {sys.version_info[:2]} but the functions deploy {DEFAULT_LAMBDA_RUNTIME}"
     )
     functions = _functions(template("launcher"))
-    assert len(functions) == 2  # the trigger and the job-events handler
+    assert len(functions) == 3  # the trigger, the job-events handler and the price refresh
     for resource in functions.values():
         assert resource["Properties"]["Runtime"] == DEFAULT_LAMBDA_RUNTIME
 
@@ -36,7 +36,7 @@ def test_functions_log_json_at_the_application_level():
                 {"LogFormat": "JSON", "ApplicationLogLevel": "INFO", "SystemLogLevel": "INFO"}
             )
         },
-        2,
+        3,
     )
 
 
@@ -64,7 +64,7 @@ def test_snapstart_on_a_newer_runtime_applies_to_published_versions():
     t.resource_properties_count_is(
         "AWS::Lambda::Function",
         {"Runtime": "python3.12", "SnapStart": {"ApplyOn": "PublishedVersions"}},
-        2,
+        3,
     )
 
 
