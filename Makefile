@@ -20,10 +20,11 @@ setup: $(VENV)/.installed node_modules/.installed
 
 setup-test: setup $(VENV)/.installed-train $(VENV)/checkov/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-images.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements-dev.txt
+	$(VENV)/bin/pip install -q --no-deps -r requirements-images.txt
 	$(VENV)/bin/pip install -q --no-deps -e .
 	touch $@
 
