@@ -25,9 +25,10 @@ from contextlib import contextmanager
 
 import boto3
 
+from sandbox.batch_api import BatchSandbox
 from sandbox.deploy import deploy, sandbox_env
 from sandbox.metric_lines import MetricLines
-from sandbox.server import Sandbox
+from sandbox.pricing import refresh_after_deploy
 from sandbox.shell import (
     TEAM_INVOKE_OUTPUT,
     PortInUse,
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run(serve=serve, port=port, teams=args.teams, run_seconds=args.run_seconds)
     context = teams_context() if args.teams else None
-    with contextlib.redirect_stdout(MetricLines(sys.stdout)), Sandbox(port=port) as sandbox:
+    with contextlib.redirect_stdout(MetricLines(sys.stdout)), BatchSandbox(port=port) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
         with unsupported_notices() as skipped:
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bootstrap {timings['bootstrap_s']:.1f}s, deploy {timings['deploy_s']:.1f}s")
         print(json.dumps(outputs, indent=2))
         flat = {k: v for stack in outputs.values() for k, v in stack.items()}
+        # After a deploy the platform loads prices from the Price List API (here its stand-in).
+        (priced,) = refresh_after_deploy(sandbox, "ftl-launcher")
+        print(f"prices from the Price List stand-in (sandbox/pricing.py): {priced.response}")
 
         # With teams the direct door is the team's alias (the unqualified function refuses).
         target = flat.get(TEAM_INVOKE_OUTPUT, flat["TriggerFunctionName"])

@@ -166,3 +166,36 @@ def pricing_layer(app: Any, standin: PricingStandIn) -> Any:
 
 def _error(message: str) -> dict[str, str]:
     return {"__type": "InvalidParameterException", "Message": message}
+
+
+def stack_complete_event(stack_id: str, status: str = "UPDATE_COMPLETE") -> dict[str, Any]:
+    """CloudFormation's ``CloudFormation Stack Status Change`` event, as EventBridge delivers
+    it after a deploy (``detail.stack-id``, ``detail.status-details.status``)."""
+    return {
+        "version": "0",
+        "id": f"cfn-{status.lower()}",
+        "detail-type": "CloudFormation Stack Status Change",
+        "source": "aws.cloudformation",
+        "account": stack_id.split(":")[4],
+        "time": "2026-11-24T10:00:00Z",
+        "region": stack_id.split(":")[3],
+        "resources": [stack_id],
+        "detail": {
+            "stack-id": stack_id,
+            "status-details": {"status": status, "status-reason": ""},
+            "client-request-token": "",
+        },
+    }
+
+
+def refresh_after_deploy(sandbox: Any, stack_name: str) -> list[Any]:
+    """What EventBridge does after a deploy of ``stack_name``: deliver the stack-complete
+    event to the rules deployed into moto, so the deployed price refresh runs (a
+    ``BatchSandbox``: its event pump and Price List stand-in). The deliveries, for checks."""
+    import boto3
+
+    from sandbox.event_pump import EventPump
+
+    cfn = boto3.client("cloudformation", endpoint_url=sandbox.endpoint, region_name="us-east-1")
+    stack_id = cfn.describe_stacks(StackName=stack_name)["Stacks"][0]["StackId"]
+    return EventPump(sandbox.batch, sandbox.endpoint).deliver(stack_complete_event(stack_id))

@@ -12,27 +12,9 @@ from __future__ import annotations
 import json
 
 from sandbox.event_pump import EventPump
-from sandbox.pricing import SAMPLE_PRICES
+from sandbox.pricing import SAMPLE_PRICES, refresh_after_deploy, stack_complete_event
 
 REGION = "us-east-1"
-
-
-def _stack_event(stack_id: str, status: str) -> dict:
-    return {
-        "version": "0",
-        "id": f"cfn-{status}",
-        "detail-type": "CloudFormation Stack Status Change",
-        "source": "aws.cloudformation",
-        "account": "123456789012",
-        "time": "2026-11-24T10:00:00Z",
-        "region": REGION,
-        "resources": [stack_id],
-        "detail": {
-            "stack-id": stack_id,
-            "status-details": {"status": status, "status-reason": ""},
-            "client-request-token": "",
-        },
-    }
 
 
 def _dry_run(deployed) -> dict:
@@ -53,8 +35,8 @@ def test_a_deploy_refreshes_prices_from_the_price_list_and_estimates_use_them(de
         "Stacks"
     ][0]["StackId"]
     pump = EventPump(deployed.sandbox.batch, deployed.endpoint)
-    assert pump.deliver(_stack_event(stack_id, "UPDATE_IN_PROGRESS")) == []
-    deliveries = pump.deliver(_stack_event(stack_id, "UPDATE_COMPLETE"))
+    assert pump.deliver(stack_complete_event(stack_id, "UPDATE_IN_PROGRESS")) == []
+    deliveries = refresh_after_deploy(deployed.sandbox, "ftl-launcher")
     assert len(deliveries) == 1 and not deliveries[0].error, deliveries
     assert deliveries[0].response == {"written": True, "products": 3, "prices": 3}
     assert "PriceRefresh" in deliveries[0].target
