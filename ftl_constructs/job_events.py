@@ -100,9 +100,9 @@ class JobEvents(Construct):
             iam.PolicyStatement(actions=["sns:Publish"], resources=[self.topic.topic_arn]),
         )
 
-        self._rules(training_roles, job_queue_arns)
+        self._rules(training_role_arns, job_queue_arns)
 
-    def _rules(self, training_roles: Sequence[iam.IRole], job_queue_arns: Sequence[str]) -> None:
+    def _rules(self, training_role_arns: Sequence[str], job_queue_arns: Sequence[str]) -> None:
         """SageMaker's state changes of jobs run as the training roles; in queue mode Batch's
         of service jobs in the platform's queues."""
         self.rule = events.Rule(
