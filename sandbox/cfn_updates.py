@@ -224,6 +224,8 @@ def _alias_updates() -> None:
     from moto.awslambda.models import get_backend
     from moto.cloudformation import parsing
 
+    from sandbox.server import alias_fields
+
     alias_class = parsing.get_model_map()["AWS::Lambda::Alias"]
 
     def update(
@@ -234,14 +236,8 @@ def _alias_updates() -> None:
         account_id: str,
         region_name: str,
     ) -> Any:
-        props = cloudformation_json["Properties"]
-        alias = get_backend(account_id, region_name).update_alias(
-            name=props["Name"],
-            function_name=props["FunctionName"],
-            function_version=str(props["FunctionVersion"]),
-            description=props.get("Description", ""),
-            routing_config=props.get("RoutingConfig"),
-        )
+        fields = alias_fields(cloudformation_json["Properties"])
+        alias = get_backend(account_id, region_name).update_alias(**fields)
         return cls(alias.arn)
 
     def delete(self: Any, account_id: str, region_name: str) -> None:

@@ -143,6 +143,17 @@ def _lambda_in_process() -> None:
     LambdaFunction._invoke_lambda = _invoke_in_process
 
 
+def alias_fields(props: dict[str, Any]) -> dict[str, Any]:
+    """moto's create_alias/update_alias arguments from an ``AWS::Lambda::Alias``'s properties."""
+    return {
+        "name": props["Name"],
+        "function_name": props["FunctionName"],
+        "function_version": str(props["FunctionVersion"]),
+        "description": props.get("Description", ""),
+        "routing_config": props.get("RoutingConfig"),
+    }
+
+
 def _lambda_alias_resources() -> None:
     from moto.awslambda.models import LambdaVersion, get_backend
     from moto.cloudformation import parsing
@@ -196,13 +207,7 @@ def _lambda_alias_resources() -> None:
             **kw: Any,
         ) -> LambdaAliasResource:
             props = cloudformation_json["Properties"]
-            alias = get_backend(account_id, region).create_alias(
-                name=props["Name"],
-                function_name=props["FunctionName"],
-                function_version=str(props["FunctionVersion"]),
-                description=props.get("Description", ""),
-                routing_config=props.get("RoutingConfig"),
-            )
+            alias = get_backend(account_id, region).create_alias(**alias_fields(props))
             return cls(alias.arn)
 
     parsing.get_model_map.cache_clear()

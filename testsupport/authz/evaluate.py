@@ -281,10 +281,8 @@ def evaluate_resource(
                 kms_account |= match == "account"
             elif policy.kind == "endpoint":
                 endpoint_allows[policy.origin] = True
-            elif match == "direct":
+            elif match == "direct":  # (naming only the account leaves the decision to IAM)
                 resource_allows = True
-            else:  # the account named in a same-account resource policy: IAM decides
-                pass
     if denies:
         return Decision(False, "explicit deny: " + "; ".join(denies), tuple(denies))
     blocked = [o for o, ok in endpoint_allows.items() if not ok]

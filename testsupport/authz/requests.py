@@ -10,6 +10,7 @@ call in the code cannot slip past the check.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -239,8 +240,6 @@ class Mapper:
         out = [Request(p, "batch:SubmitServiceJob", tuple(resources), ctx, src)]
         if tags:
             out.append(Request(p, "batch:TagResource", (new_job,), tag_context(tags), src))
-        import json
-
         payload = json.loads(params["serviceRequestPayload"])
         batch_name = f"awsbatch{params['jobName']}".lower()
         self.job_tags[f"{batch_name}*"] = {t["Key"]: t["Value"] for t in payload.get("Tags", [])}
