@@ -78,8 +78,7 @@ def test_sagemaker_may_assume_each_jobs_role(name, trigger_run):
         for arn in [d.stacks.get_att(stack, logical, "Arn")]
     }
     for job in run.created:
-        name_ = job.get("TrainingJobName", "AWSBatchx" + "0" * 32)
-        request = trust_request(job, name_)
+        request = trust_request(job, job["TrainingJobName"])
         policy = Policy(trust[job["RoleArn"]], "trust", "resource")
         decision = evaluate(request, [], {job["RoleArn"]: [policy]}, account=ACCOUNT)
         assert decision.allowed, decision.reason
