@@ -94,6 +94,43 @@ def sharded_files_present(path: str, world_size: int | None) -> bool:
     return True
 
 
+class CheckpointError(RuntimeError):
+    """The newest complete checkpoint cannot be resumed by this run as configured."""
+
+
+def sharded_folders(path: str) -> list[str]:
+    """The torch.distributed.checkpoint folders (with ``.metadata``) of a checkpoint."""
+    return sorted(
+        name for name in os.listdir(path) if os.path.isfile(os.path.join(path, name, ".metadata"))
+    )
+
+
+def check_resumable(path: str | None, fsdp_enabled: bool) -> None:
+    """A sharded (FSDP) checkpoint needs FSDP to load it; any number of processes will do
+    (torch.distributed.checkpoint reshards on load), but a run without FSDP finds no weights
+    it can read, and the Trainer would stop deep inside with a generic message."""
+    if not path or fsdp_enabled:
+        return
+    folders = sharded_folders(path)
+    if folders:
+        saved = _marker(path).get("world_size")
+        raise CheckpointError(
+            f"checkpoint {path} holds FSDP-sharded state ({', '.join(folders)}; saved by "
+            f"{saved} processes) and this run does not use FSDP: resume it with the fsdp "
+            "hyperparameter set, launched with torchrun on more than one process (on a CPU, "
+            "FSDP needs more than one process)"
+        )
+
+
+def _marker(path: str) -> dict:
+    try:
+        with open(os.path.join(path, COMPLETE_MARKER), encoding="utf-8") as fh:
+            info = json.load(fh)
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
 def newest_complete(checkpoint_dir: str) -> str | None:
     for _step, path in reversed(list_checkpoints(checkpoint_dir)):
         if is_complete(path):

@@ -67,6 +67,15 @@ SPECS: tuple[Spec, ...] = (
     Spec("per_device_train_batch_size", "int", 16, "training batch per device"),
     Spec("per_device_eval_batch_size", "int", 32, "evaluation batch per device"),
     Spec("gradient_accumulation_steps", "int", 1, "micro-batches per optimizer step"),
+    Spec(
+        "global_batch_size",
+        "int",
+        None,
+        "training examples per optimizer step over all devices; when set, the per-device "
+        "batch (at most per_device_train_batch_size) and gradient_accumulation_steps are "
+        "derived on the host from the devices the job got",
+        nullable=True,
+    ),
     Spec("fp16", "tristate", None, "float16 mixed precision (auto: only on CUDA without bf16)"),
     Spec("bf16", "tristate", None, "bfloat16 mixed precision (auto: on CUDA GPUs that support it)"),
     Spec("seed", "int", 42, "random seed"),

@@ -236,6 +236,7 @@ def validate(hp: Hyperparameters) -> None:
         "max_train_samples",
         "max_eval_samples",
         "dataloader_num_workers",
+        "global_batch_size",
     ):
         low = 0 if name == "dataloader_num_workers" else 1
         if v[name] is not None and v[name] < low:
@@ -250,6 +251,12 @@ def validate(hp: Hyperparameters) -> None:
         raise HyperparameterError("fp16 and bf16 cannot both be true")
     if v["label_mapping"] is not None:
         parse_label_mapping(v["label_mapping"])  # raises on a bad value
+    if v["global_batch_size"] is not None and "gradient_accumulation_steps" in hp.given:
+        raise HyperparameterError(
+            "hyperparameter gradient_accumulation_steps cannot be set with global_batch_size, "
+            "which derives it on the host (per_device_train_batch_size is then the cap on the "
+            "per-device batch); set one of them"
+        )
     _validate_recipes(v)
 
 

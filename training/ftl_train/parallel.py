@@ -64,6 +64,22 @@ def fsdp_training_args(
     return {"fsdp": " ".join(options), "fsdp_config": config}
 
 
+def check_fsdp_launch(args: Any) -> None:
+    """FSDP needs a distributed launch: torchrun, and on a CPU more than one process (a
+    capacity chain's next attempt may get fewer). The Trainer would stop with a bare
+    ValueError; this names the hyperparameter and what the run got."""
+    if not getattr(args, "fsdp", None):
+        return
+    from transformers.training_args import ParallelMode
+
+    if args.parallel_mode != ParallelMode.DISTRIBUTED:
+        raise HyperparameterError(
+            f"hyperparameter fsdp needs a distributed launch (torchrun; on a CPU more than one "
+            f"process); this run has {args.world_size} process(es) and parallel mode "
+            f"{args.parallel_mode.value}"
+        )
+
+
 # ---------------------------------------------------------------- SMP v2
 
 

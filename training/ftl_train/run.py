@@ -17,6 +17,7 @@ from typing import Any
 
 from . import checkpoints, hparams, kernels, lora, parallel
 from .arguments import build_training_arguments
+from .batching import BatchPlan, apply_global_batch
 from .callbacks import SigtermCheckpointCallback
 from .data import DataError
 from .defaults import Performance, resolve
@@ -46,6 +47,7 @@ class Run:
     checkpoint_dir: str
     sigterm: SigtermCheckpointCallback
     model_path: str = ""
+    batch: BatchPlan | None = None  # global_batch_size split over this host set's devices
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -122,6 +124,8 @@ def prepare_run(
         hp, perf, sm, checkpoint_dir, has_eval=plan.has_eval, environ=environ
     )
     setup_logging(args.process_index == 0)
+    batch = apply_global_batch(hp, args)  # before the Trainer reads the batch settings
+    parallel.check_fsdp_launch(args)
     logger.info(
         "device=%s world_size=%d backend=%s resume_from=%s",
         caps.name,
@@ -150,6 +154,7 @@ def prepare_run(
     trainer = make_trainer(model, args, task, tokenizer, perf, [sigterm, *callbacks], fpt)
     run = Run(hp, sm, perf, args, trainer, task, tokenizer, resume_from, checkpoint_dir, sigterm)
     run.model_path = model_path
+    run.batch = batch
     return run
 
 
@@ -176,6 +181,8 @@ def _save_outputs(run: Run, results: dict[str, Any]) -> None:
     if trainer.is_world_process_zero():
         results["global_step"] = trainer.state.global_step
         results["kernels"] = trainer.ftl_kernels.as_dict()
+        if run.batch is not None:
+            results["batch"] = run.batch.as_dict()
         _write_json(os.path.join(run.sm.output_data_dir, "results.json"), results)
         _write_json(os.path.join(run.sm.output_data_dir, "hyperparameters.json"), run.hp.as_dict())
         if trainer.state.log_history:
@@ -197,7 +204,8 @@ def main(
         return 0
     try:
         run = prepare_run(argv, environ, callbacks=callbacks)
-    except (HyperparameterError, DataError) as exc:
+        checkpoints.check_resumable(run.resume_from, bool(run.trainer.is_fsdp_enabled))
+    except (HyperparameterError, DataError, checkpoints.CheckpointError) as exc:
         print(f"ftl_train: error: {exc}", file=sys.stderr, flush=True)
         return 2
 
