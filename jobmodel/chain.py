@@ -190,8 +190,8 @@ def render_step(
     if spot:
         stopping["MaxWaitTimeInSeconds"] = runtime_seconds + int(step.wait_seconds or 0)
     out["StoppingCondition"] = stopping
-    # EFA variables only where every candidate type has them (the entrypoint derives the
-    # RDMA switch from the instance it got: training/ftl_train/env.py).
+    # EFA variables only where every candidate type has them (the training toolkit's runners
+    # set them again from the host's own type, SM_CURRENT_INSTANCE_TYPE).
     env = {
         k: v
         for k, v in out.get("Environment", {}).items()
@@ -213,7 +213,12 @@ def render_step(
         out.pop("Environment", None)
     hp = dict(out.get("HyperParameters", {}))
     if "sagemaker_instance_type" in hp:
-        hp["sagemaker_instance_type"] = json.dumps(step.instance_types[0])
+        if len(step.instance_types) == 1:
+            hp["sagemaker_instance_type"] = json.dumps(step.instance_types[0])
+        else:
+            # Unknown until SageMaker picks: the toolkit's smddp runner, the one reader, then
+            # takes the host's own type (current_instance_type) for its EFA flags.
+            del hp["sagemaker_instance_type"]
     out["HyperParameters"] = hp
     if infra_check:
         out["InfraCheckConfig"] = {"EnableInfraCheck": True}

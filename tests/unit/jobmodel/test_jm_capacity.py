@@ -3,6 +3,7 @@ request validates against botocore's SageMaker model, the template's chain rules
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -133,6 +134,12 @@ def test_every_step_of_a_multi_node_chain_validates_against_botocore(
             types = [p["InstanceType"] for p in rc["InstancePreferences"]]
             assert types[0] == "ml.p4d.24xlarge" and len(types) <= 5
             assert all(jm.INSTANCE_TYPES[t].efa for t in types)
+            # which type runs is SageMaker's choice: the toolkit reads the host's own type
+            assert "sagemaker_instance_type" not in out["HyperParameters"]
+        else:
+            assert out["HyperParameters"]["sagemaker_instance_type"] == json.dumps(
+                rc["InstanceType"]
+            )
         if step.kind == "training-plan":
             assert rc["TrainingPlanArn"] == PLAN_ARN and rc["InstanceType"] == "ml.p4d.24xlarge"
         if step.kind == "spot":
@@ -186,3 +193,34 @@ def test_chain_template_rules(
     with pytest.raises(jm.TemplateError) as info:
         jm.validate_template(spec)
     assert info.value.rule == rule
+
+
+def test_processes_per_host_holds_for_every_type_a_chain_may_land_on(
+    catalog: dict[str, jm.TemplateSpec],
+) -> None:
+    """mpi/smp processes per host are rendered (the toolkit reads them before the entrypoint
+    runs), so they must fit whichever preference SageMaker picks: preferences and plan types
+    are among instance_types, each of which processes_per_host must fit."""
+    base = replace(
+        catalog["roberta-large-mnli-mp"],
+        capacity_chain=("spot", "on-demand"),
+        instance_preferences=("ml.p4de.24xlarge",),
+    )
+    jm.validate_template(base)  # 8 processes per host, 8 GPUs on every type
+    assert base.distribution.processes_per_host == 8
+    small = "ml.g4dn.12xlarge"  # EFA, 4 GPUs
+    assert jm.INSTANCE_TYPES[small].accelerators == 4
+    # a preference outside instance_types is refused as such
+    with pytest.raises(jm.TemplateError) as info:
+        jm.validate_template(replace(base, instance_preferences=(small,)))
+    assert info.value.rule == "instance-preferences"
+    # and once allowed, the processes-per-host rule names it
+    with pytest.raises(jm.TemplateError) as info:
+        jm.validate_template(
+            replace(
+                base,
+                instance_types=(*base.instance_types, small),
+                instance_preferences=(small,),
+            )
+        )
+    assert info.value.rule == "processes-per-host" and small in str(info.value)
