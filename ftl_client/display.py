@@ -12,7 +12,17 @@ from typing import Any, TextIO
 
 from ftl_client.client import Progress, parse_time
 from ftl_client.templates_view import channels, hyperparameter, templates_table
-from ftl_client.text import duration, money, num, number, table, waited, when
+from ftl_client.text import (
+    duration,
+    money,
+    num,
+    number,
+    sooner,
+    starts_by,
+    table,
+    waited,
+    when,
+)
 from jobmodel.contract import TERMINAL_STATUSES
 
 __all__ = [
@@ -90,10 +100,13 @@ def queue_table(jobs: Sequence[dict[str, Any]], now: datetime | None = None) -> 
             f"{j.get('instance_count', '?')} x {j.get('instance_type', '?')}",
             waited(_waited_of(j, now)),
             j.get("queue_reason") or "-",
+            starts_by(j.get("estimated_start_by"), now),
+            sooner(j.get("sooner"), now),
         ]
         for j in jobs
     ]
-    return table(["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON"], rows)
+    headers = ["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON", "STARTS", "SOONER WITH"]
+    return table(headers, rows)
 
 
 def submitted(job: dict[str, Any], watch_hint: str | None = None) -> str:
@@ -207,6 +220,10 @@ def job_detail(job: dict[str, Any]) -> str:
             value = f"{float(value):.1f}%"
         elif key in ("estimated_max_cost_usd", "cost_usd"):
             value = money(value)
+        elif key == "estimated_start_by":
+            value = f"{value} ({starts_by(value)})"
+        elif key == "sooner":
+            value = sooner(value)
         elif isinstance(value, bool):
             value = "yes" if value else "no"
         lines.append(f"{key.ljust(width)}  {value}")

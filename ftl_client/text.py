@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any
 
 from ftl_client.client import parse_time
@@ -79,3 +79,35 @@ def hours(seconds: Any) -> str:
     if isinstance(seconds, int) and seconds and seconds % 3600 == 0:
         return f"{seconds // 3600}h"
     return duration(seconds)
+
+
+def starts_by(text: Any, now: datetime | None = None) -> str:
+    """A queued job's ``estimated_start_by`` as ``starts by ~14:05 UTC (upper bound)`` (the
+    date too when not today), ``starts now``, or ``start unknown`` when null."""
+    value = parse_time(text)
+    if value is None:
+        return "start unknown"
+    now = now or datetime.now(UTC)
+    value = value.astimezone(UTC)
+    if value <= now:
+        return "starts now"
+    shown = value.strftime("%H:%M" if value.date() == now.date() else "%Y-%m-%d %H:%M")
+    return f"starts by ~{shown} UTC (upper bound)"
+
+
+def sooner(options: Any, now: datetime | None = None) -> str:
+    """A queued job's ``sooner`` options in one line, ``-`` when there are none."""
+    parts = []
+    for option in options or []:
+        kind, request = option.get("option"), option.get("request") or {}
+        if kind == "fewer_instances":
+            n = request.get("instance_count")
+            when_ = starts_by(option.get("estimated_start_by"), now).replace(" (upper bound)", "")
+            parts.append(f"{n} instance{'s' if n != 1 else ''} ({when_})")
+        elif kind == "other_instance_type":
+            parts.append("another type: " + ", ".join(option.get("instance_types") or []))
+        elif kind == "on_demand":
+            parts.append("on-demand (spot off)")
+        elif kind:
+            parts.append(str(kind))
+    return "; ".join(parts) or "-"

@@ -307,6 +307,19 @@ class JobLauncher(Construct):
                 ],
             ),
         )
+        if self.job_queue is not None:
+            self._queue_estimate_reads(policy)
+
+    def _queue_estimate_reads(self, policy: iam.Policy) -> None:
+        """Queue mode: a queued job's estimated start reads the limits of the queue's jobs
+        from the ledger, 100 a call (ftl_trigger/queue_look.py)."""
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="QueueEstimateReads",
+                actions=["dynamodb:BatchGetItem"],
+                resources=[self.table.table_arn],
+            )
+        )
 
     def _http_api(
         self, stack: Stack, retention: logs.RetentionDays, key: kms.IKey, settings: ApiSettings

@@ -61,6 +61,33 @@ def test_every_trigger_request_is_allowed(name, trigger_run):
     assert not denied(outcomes), "\n".join(denied(outcomes))
 
 
+@pytest.mark.parametrize("name", ["queue", "queue-quotashare-teams"])
+def test_a_queued_jobs_estimate_is_read_and_its_reads_allowed(name, trigger_run):
+    """Queue mode's estimated start (describe and list of a Queued job): the Batch listings
+    and the ledger's BatchGetItem are in the recorded run, and allowed; a direct platform's
+    trigger may not BatchGetItem."""
+    d, run = deployment(name), trigger_run(name)
+    estimated = [
+        job
+        for answer in run.responses
+        for job in answer.get("jobs", [answer])
+        if job.get("estimated_start_by") is not None
+    ]
+    assert estimated, "no Queued job got an estimate: the run drove no estimate's reads"
+    reads = [
+        r
+        for r in trigger_requests(d, run)
+        if r.action in ("dynamodb:BatchGetItem", "batch:ListServiceJobs")
+    ]
+    assert {r.action for r in reads} == {"dynamodb:BatchGetItem", "batch:ListServiceJobs"}
+    assert not denied(d.evaluate_all(reads))
+    direct = deployment("default")
+    table = direct.trigger_env()["FTL_JOB_TABLE"]
+    params = {"RequestItems": {table: {"Keys": [{"pk": {"S": "job#x"}}]}}}
+    as_direct = direct.mapper.requests(direct.trigger_role(), "dynamodb", "BatchGetItem", params)
+    assert denied(direct.evaluate_all(as_direct))
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_every_training_role_request_is_allowed(name, trigger_run):
     d, run = deployment(name), trigger_run(name)

@@ -9,6 +9,7 @@ from ftl_client.client import Progress, parse_time
 from ftl_client.display import (
     ProgressDisplay,
     duration,
+    job_detail,
     jobs_table,
     outcome,
     progress_line,
@@ -183,3 +184,27 @@ def test_outcome_of_a_failed_job_names_the_reason():
         "  failure reason: AlgorithmError: CUDA out of memory",
     ]
     assert "output:" not in text
+
+
+def test_status_shows_a_queued_jobs_estimated_start_and_sooner_options():
+    """``ftl status`` of a Queued job: the estimate as an upper bound, the options on one
+    line, and the reason when the estimate is unknown."""
+    now = datetime.now(UTC)
+    later = (now + timedelta(days=2)).replace(microsecond=0)
+    stamp = later.isoformat().replace("+00:00", "Z")
+    fewer = {"option": "fewer_instances", "request": {"instance_count": 2},
+             "estimated_start_by": (now + timedelta(days=1)).isoformat()}  # fmt: skip
+    text = job_detail(job("q", status="Queued", estimated_start_by=stamp, sooner=[fewer]))
+    lines = dict(line.split(None, 1) for line in text.splitlines())
+    assert lines["estimated_start_by"] == (
+        f"{stamp} (starts by ~{later.strftime('%Y-%m-%d %H:%M')} UTC (upper bound))"
+    )
+    assert lines["sooner"].startswith("2 instances (starts by ~")
+    reason = "the queue's capacity is not known to this launcher (FTL_QUEUE_CAPACITY)"
+    text = job_detail(
+        job("q", status="Queued", estimated_start_by=None, estimated_start_unknown_reason=reason,
+            sooner=[])
+    )  # fmt: skip
+    lines = dict(line.split(None, 1) for line in text.splitlines())
+    assert "estimated_start_by" not in lines and lines["estimated_start_unknown_reason"] == reason
+    assert lines["sooner"] == "-"

@@ -26,6 +26,7 @@ def queued(name: str, **fields):
 
 
 NOW = datetime.now(UTC)
+HEADER = ["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON", "STARTS", "SOONER", "WITH"]
 FIRST = queued(
     "nlp-a",
     team="nlp",
@@ -71,7 +72,7 @@ def test_queue_pages_through_queued_jobs_and_prints_them_in_queue_order(capsys):
     out, err = capsys.readouterr()
     assert err == ""
     header, *rows = out.splitlines()
-    assert header.split() == ["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON"]
+    assert header.split() == HEADER
     assert [row.split()[:2] for row in rows] == [
         ["1", "nlp-a"],
         ["2", "cv-b"],
@@ -79,11 +80,13 @@ def test_queue_pages_through_queued_jobs_and_prints_them_in_queue_order(capsys):
         ["-", "nlp-c"],
     ]
     assert rows[0].split()[2:7] == ["nlp", "2", "x", "ml.p4d.24xlarge", "12m"]
-    assert rows[0].endswith("waiting for capacity")
+    assert "waiting for capacity" in rows[0]
     assert rows[1].split()[6] == "3h05m"
     assert rows[2].split()[2] == "-"  # a job without a team (single-team deployment)
     assert rows[2].split()[6] == "2d04h"
-    assert rows[3].split()[6] == "40s" and rows[3].endswith("over quota")
+    assert rows[3].split()[6] == "40s" and "over quota" in rows[3]
+    # the launcher gave no estimate: unknown, and no option
+    assert all(row.split()[-3:] == ["start", "unknown", "-"] for row in rows)
 
 
 def test_queue_json_is_the_jobs_in_queue_order(capsys):
@@ -172,3 +175,41 @@ def test_waited_falls_back_to_queued_at_and_to_a_dash():
 
 def test_queued_is_a_contract_status():
     assert QUEUED in JOB_STATUSES
+
+
+def test_queue_shows_the_estimated_start_and_what_would_start_it_sooner(capsys):
+    later = (NOW + timedelta(hours=2)).replace(second=0, microsecond=0)
+    estimated = {
+        **FIRST,
+        "estimated_start_by": later.isoformat().replace("+00:00", "Z"),
+        "sooner": [
+            {"option": "fewer_instances", "request": {"instance_count": 1},
+             "estimated_start_by": NOW.isoformat()},
+            {"option": "other_instance_type", "request": {"instance_type": "ml.p4de.24xlarge"},
+             "instance_types": ["ml.p4de.24xlarge"]},
+            {"option": "on_demand", "request": {"spot": False}},
+        ],
+    }  # fmt: skip
+    unknown = {
+        **SECOND,
+        "estimated_start_by": None,
+        "estimated_start_unknown_reason": "a running job ...",
+        "sooner": [],
+    }
+    with Stubbed() as s:
+        s.answer({"jobs": [unknown, estimated]})
+        assert main(["queue"], client=s.client) == 0
+    _, first, second = capsys.readouterr().out.splitlines()
+    shown = (
+        later.strftime("%H:%M") if later.date() == NOW.date() else later.strftime("%Y-%m-%d %H:%M")
+    )
+    assert f"starts by ~{shown} UTC (upper bound)" in first
+    assert first.endswith(
+        "1 instance (starts now); another type: ml.p4de.24xlarge; on-demand (spot off)"
+    )
+    assert second.split()[-3:] == ["start", "unknown", "-"]
+    with Stubbed() as s:
+        s.answer({"jobs": [unknown, estimated]})
+        assert main(["queue", "--json"], client=s.client) == 0
+    jobs = json.loads(capsys.readouterr().out)["jobs"]
+    assert jobs == [estimated, unknown]  # the launcher's fields, unchanged

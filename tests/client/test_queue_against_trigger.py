@@ -55,16 +55,22 @@ def test_ftl_queue_shows_the_waiting_jobs_in_dispatch_order(one_slot, capsys):
     assert main(["queue"], client=client) == 0
     header, *rows = capsys.readouterr().out.splitlines()
     assert lam.events == [{"action": "list", "status": "Queued"}]
-    assert header.split() == ["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON"]
+    assert header.split()[:6] == ["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON"]
     assert [row.split()[:2] for row in rows] == [
         ["1", waiting[0]],
         ["2", waiting[1]],
         ["3", waiting[2]],
     ]
     assert all(" 1 x ml.g5.xlarge " in row for row in rows)
-    assert rows[2].endswith("behind 2 jobs")
+    assert "behind 2 jobs" in rows[2]
+    # this queue's trigger does not know the capacity (no FTL_QUEUE_CAPACITY): no estimate
+    # (the spot jobs could still start training sooner on-demand)
+    assert all("start unknown" in row and row.endswith("on-demand (spot off)") for row in rows)
 
     assert main(["queue", "--json"], client=client) == 0
     jobs = json.loads(capsys.readouterr().out)["jobs"]
     assert [j["job_name"] for j in jobs] == waiting
     assert all(j["status"] == "Queued" and j["queued_seconds"] >= 0 for j in jobs)
+    assert all(
+        j["estimated_start_by"] is None and j["estimated_start_unknown_reason"] for j in jobs
+    )

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import jobmodel.errors
+from jobmodel.queue_eta import HANDOVER_ALLOWANCE_S, StartBound, hold_limit
 from sandbox.deploy import ACCOUNT, REGION
 from sandbox.queue_mode import deploy_queue
 from sandbox.runner import DeployedFunction
@@ -240,6 +241,24 @@ def test_the_trigger_queues_the_third_job_and_starts_it_when_one_ends(deployed, 
     waiting = call({"action": "describe", "job_name": jobs[2]["job_name"]})
     assert waiting["status"] == "Queued" and waiting["queue_reason"]
     assert waiting["queue_position"] == 1 and waiting["batch_job_id"]
+    # The estimated start (docs/API.md, Queue mode): when the first of the two running jobs
+    # frees its instances at the latest, Batch's scheduledAt + its limit (spot: the max wait)
+    # + the allowance; read by the deployed trigger from Batch and the ledger.
+    running = [
+        j
+        for j in standin.jobs.values()
+        if j.queue.name == QUEUE_NAME and j.status in ("SCHEDULED", "RUNNING")
+    ]
+    assert sorted(j.name for j in running) == sorted(j["job_name"] for j in jobs[:2])
+    ends = [
+        int(j.scheduled * 1000) / 1000
+        + (hold_limit(json.loads(j.request["serviceRequestPayload"])) or 0)
+        + HANDOVER_ALLOWANCE_S
+        for j in running
+    ]
+    assert waiting["estimated_start_by"] == StartBound(min(ends)).iso, waiting
+    # one instance would wait for the same end: only on-demand is offered (a spot job)
+    assert [o["option"] for o in waiting["sooner"]] == ["on_demand"]
     first = call({"action": "describe", "job_name": jobs[0]["job_name"]})
     standin.finish_training_job(first["training_job_name"])
     queue.pump.drain()

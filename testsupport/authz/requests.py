@@ -195,6 +195,12 @@ class Mapper:
     def _dynamodb_DeleteItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
         return self._item(p, "dynamodb:DeleteItem", params["TableName"], src)
 
+    def _dynamodb_BatchGetItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        out: list[Request] = []
+        for table in params["RequestItems"]:
+            out += self._item(p, "dynamodb:BatchGetItem", table, src)
+        return out
+
     def _dynamodb_Scan(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
         return self._item(p, "dynamodb:Scan", params["TableName"], src)
 

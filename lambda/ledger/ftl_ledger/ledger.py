@@ -85,6 +85,33 @@ class Ledger:
         """Any ledger item by key (the Price List prices: ``jobmodel.price_list``)."""
         return self._get(pk)
 
+    def get_jobs(self, names: list[str], attributes: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+        """``attributes`` of the jobs ``names`` (job name -> attributes; a job not in the
+        ledger is left out): BatchGetItem, 100 keys a call, eventually consistent (a queue
+        estimate's facts, not a decision's). Keys DynamoDB leaves unprocessed are asked again
+        up to twice, then left out."""
+        wanted = list(dict.fromkeys(names))
+        found: dict[str, dict[str, Any]] = {}
+        projection: dict[str, Any] = {
+            "ProjectionExpression": ", ".join(f"#a{i}" for i in range(len(attributes))),
+            "ExpressionAttributeNames": {f"#a{i}": a for i, a in enumerate(attributes)},
+        }
+        for first in range(0, len(wanted), 100):
+            keys: list[dict[str, Any]] = [
+                {"pk": {"S": JOB + n}} for n in wanted[first : first + 100]
+            ]
+            for _ in range(3):
+                request = {self.table: {"Keys": keys, **projection}}
+                with dynamodb_call("BatchGetItem"):
+                    out = self.client.batch_get_item(RequestItems=request)
+                for item in out.get("Responses", {}).get(self.table, []):
+                    job = from_item(item)
+                    found[str(job["job_name"])] = job
+                keys = out.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys") or []
+                if not keys:
+                    break
+        return found
+
     def _get(self, pk: str) -> dict[str, Any] | None:
         with dynamodb_call("GetItem"):
             item = self.client.get_item(

@@ -26,6 +26,7 @@ from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
 from ftl_trigger.paging import Signer
 from ftl_trigger.queue_flow import QueueFlow
+from ftl_trigger.queue_look import QueueSpot
 from ftl_trigger.submit import SUBMITTING, SubmitFlow
 from jobmodel import (
     TERMINAL_STATUSES,
@@ -118,7 +119,7 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow):
         job, position = self._fresh(name, caller)
         return self._view(job, detail=True, position=position)
 
-    def _fresh(self, name: str, caller: Caller) -> tuple[dict[str, Any], int | None]:
+    def _fresh(self, name: str, caller: Caller) -> tuple[dict[str, Any], QueueSpot | None]:
         """The caller's job brought up to date from AWS, and its queue position (queue mode,
         while Batch reports one)."""
         job = self._ledger_call(self.ledger.get_job, name)
@@ -242,7 +243,7 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow):
         *,
         detail: bool = False,
         secondary: bool = True,
-        position: int | None = None,
+        position: QueueSpot | None = None,
     ) -> dict[str, Any]:
         view = {
             "job_name": job["job_name"],

@@ -12,7 +12,8 @@ literal: synth reads it without importing it.
 
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "sagemaker": ("CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob"),
-    "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query"),
+    # BatchGetItem: queue mode's estimated start reads the queue's jobs' limits.
+    "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query", "BatchGetItem"),
     # The queue scheduler's service jobs (SageMaker training jobs run through AWS Batch).
     # GetJobQueueSnapshot gives a queued job's position.
     "batch": (

@@ -202,17 +202,45 @@ def queue_position(client: Any, job_queue: str, job_arn: str) -> int | None:
 def queue_positions(client: Any, job_queue: str) -> dict[str, int]:
     """One GetJobQueueSnapshot: job ARN -> 1-based position (1 = next) for the jobs Batch
     lists at the front of the queue (the first 100); empty when Batch does not answer."""
+    return positions_of(queue_order(client, job_queue) or [])
+
+
+def positions_of(order: list[str]) -> dict[str, int]:
+    """Job ARN -> 1-based position in ``order`` (a job listed twice keeps its first)."""
+    positions: dict[str, int] = {}
+    for index, arn in enumerate(order, start=1):
+        positions.setdefault(arn, index)
+    return positions
+
+
+def queue_order(client: Any, job_queue: str) -> list[str] | None:
+    """One GetJobQueueSnapshot: the ARNs of the jobs at the front of the queue (the first
+    100), next first; None when Batch does not answer."""
     try:
         snap = client.get_job_queue_snapshot(jobQueue=job_queue)
     except (ClientError, BotoCoreError):
-        return {}  # position is a courtesy: never fail a describe or a list for it
+        return None  # position is a courtesy: never fail a describe or a list for it
     jobs = (snap.get("frontOfQueue") or {}).get("jobs") or []
-    positions: dict[str, int] = {}
-    for index, entry in enumerate(jobs, start=1):
-        arn = entry.get("jobArn")
-        if isinstance(arn, str):
-            positions.setdefault(arn, index)
-    return positions
+    return [e["jobArn"] for e in jobs if isinstance(e.get("jobArn"), str)]
+
+
+# Batch statuses of a job that holds its instances, and of one waiting its turn.
+HOLDING = ("SCHEDULED", "STARTING", "RUNNING")
+MAX_LIST_PAGES = 10  # per status: 1,000 jobs
+
+
+def jobs_in(client: Any, job_queue: str, status: str) -> list[dict[str, Any]]:
+    """Every summary of the queue's jobs in ``status`` (ListServiceJobs, at most
+    :data:`MAX_LIST_PAGES` pages of 100); raises the contract's errors."""
+    out: list[dict[str, Any]] = []
+    token = None
+    for _ in range(MAX_LIST_PAGES):
+        page = list_jobs(client, job_queue, status=status, next_token=token)
+        out += page["jobs"]
+        token = page["next_token"]
+        if not token:
+            break
+    return out
 
 
 def list_jobs(

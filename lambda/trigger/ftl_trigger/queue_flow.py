@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ftl_trigger import batch as service_jobs
 from ftl_trigger.backend_queue import epoch_ms, is_queued_job
 from ftl_trigger.identity import Caller
+from ftl_trigger.queue_look import QueueLook, QueueSpot
 from jobmodel import TERMINAL_STATUSES, NotFound, UpstreamError
 from jobmodel.contract import Status
 from jobmodel.job import Change, ChangeFor
@@ -27,11 +28,13 @@ from jobmodel.queue_state import classify_reason, waited_seconds
 from jobmodel.training_state import from_training_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ftl_ledger.ledger import Ledger
     from ftl_trigger.dependencies import Runtime
 
 LOG = logging.getLogger("ftl.trigger")
 WAITING = ("Queued", "Scheduled")  # statuses Batch still decides
 _BATCH_WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
+UNLOOKED = "the launcher could not look at the job queue (AWS Batch or its queue is unavailable)"
 
 
 class QueueFlow:
@@ -39,6 +42,7 @@ class QueueFlow:
     here."""
 
     rt: Runtime
+    ledger: Ledger
 
     if TYPE_CHECKING:  # pragma: no cover - provided by actions.Launcher
 
@@ -47,22 +51,27 @@ class QueueFlow:
         def _describe_remote(self, name: str) -> dict[str, Any] | None: ...
 
     # -------------------------------------------------------------- describe
-    def _refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], int | None]:
+    def _refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], QueueSpot | None]:
         """Bring a queue-mode job up to date: from Batch while it waits (or until Batch names
-        its training job), then from SageMaker. Returns the record and the queue position."""
+        its training job), then from SageMaker. Returns the record and, while it is
+        ``Queued``, its place in the queue with the estimated start."""
         position = None
         asks_batch = job["status"] in WAITING or not job.get("training_job_name")
         if asks_batch and self.rt.batch is not None:  # None: the platform went back to direct
             try:
                 state = service_jobs.describe(
-                    self.rt.batch, job["batch_job_id"], observed_ms=epoch_ms(self.rt.now())
+                    self.rt.batch,
+                    job["batch_job_id"],
+                    with_position=False,
+                    observed_ms=epoch_ms(self.rt.now()),
                 )
             except NotFound:  # Batch forgot the job: the ledger is all there is
                 LOG.warning("Batch has no job %s for %s", job["batch_job_id"], job["job_name"])
                 return job, None
-            position = state.pop("queue_position", None)
             state.pop("job_name", None)
             job = self._write(job, Change(state, {"job_arn": state.get("training_job_arn")}))
+            if job["status"] == "Queued":  # one snapshot: the position and the estimate
+                position = QueueLook(self.rt, self.ledger).spot(job)
         name = job.get("training_job_name")
         if job["status"] in TERMINAL_STATUSES or job["status"] == "Queued" or not name:
             return job, position
@@ -93,16 +102,23 @@ class QueueFlow:
         return self._write(job, stopped)
 
     # ------------------------------------------------------------------ list
-    def _positions(self, items: list[Mapping[str, Any]]) -> dict[str, int]:
-        """Queue positions by Batch job ARN: one GetJobQueueSnapshot, only in queue mode and
-        only for a page that holds a waiting job."""
-        if not self.rt.scheduler.queued or not any(i.get("status") == "Queued" for i in items):
+    def _positions(self, items: list[Mapping[str, Any]]) -> dict[str, QueueSpot]:
+        """Queued jobs' places by Batch job ARN: one look at the queue (``QueueLook``), only
+        in queue mode and only for a page that holds a waiting job."""
+        queued = [i for i in items if i.get("status") == "Queued" and i.get("batch_job_arn")]
+        if not self.rt.scheduler.queued or self.rt.batch is None or not queued:
             return {}
-        return service_jobs.queue_positions(self.rt.batch, str(self.rt.scheduler.job_queue_arn))
+        look = QueueLook(self.rt, self.ledger)
+        return {str(i["batch_job_arn"]): look.spot(i) for i in queued}
 
     # ------------------------------------------------------------------ view
     def _queue_fields(
-        self, job: Mapping[str, Any], view: dict[str, Any], *, detail: bool, position: int | None
+        self,
+        job: Mapping[str, Any],
+        view: dict[str, Any],
+        *,
+        detail: bool,
+        position: QueueSpot | None,
     ) -> None:
         """The queue-mode fields of the job object (docs/API.md, Queue mode)."""
         if not is_queued_job(job):
@@ -119,9 +135,16 @@ class QueueFlow:
         if job["status"] == "Queued":
             raw = job.get("batch_status_reason")
             waiting = job.get("batch_status") in _BATCH_WAITING
-            view["queue_reason"] = classify_reason(raw if waiting else None, position)
-            if position is not None:
-                view["queue_position"] = position
+            place = None if position is None else position.position
+            view["queue_reason"] = classify_reason(raw if waiting else None, place)
+            if place is not None:
+                view["queue_position"] = place
+            # The estimated start (docs/API.md, Queue mode): null with the reason when the
+            # queue could not be looked at.
+            view.update(position.estimate if position is not None else {})
+            if "estimated_start_by" not in view:
+                view.update(estimated_start_by=None, sooner=[])
+                view["estimated_start_unknown_reason"] = UNLOOKED
         seconds = self._queued_seconds(job)
         if seconds is not None:
             view["queued_seconds"] = seconds
