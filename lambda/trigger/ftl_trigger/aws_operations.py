@@ -13,6 +13,8 @@ literal: synth reads it without importing it.
 OPERATIONS: dict[str, tuple[str, ...]] = {
     "sagemaker": ("CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob"),
     "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query"),
+    # Quota-aware submit (ftl_trigger/service_quotas.py): the account's SageMaker quotas.
+    "service-quotas": ("ListServiceQuotas",),
     # The queue scheduler's service jobs (SageMaker training jobs run through AWS Batch).
     # GetJobQueueSnapshot gives a queued job's position.
     "batch": (
