@@ -24,7 +24,7 @@ from ftl_constructs.job_ledger import ledger_table
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate
 from ftl_constructs.launch_policy import launch_statements, training_job_arns
-from ftl_constructs.nag import acknowledge_resource, checkov_skip
+from ftl_constructs.nag import acknowledge, acknowledge_resource, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
@@ -306,6 +306,23 @@ class JobLauncher(Construct):
                     f"{self.table.table_arn}/index/{TEAM_INDEX}",
                 ],
             ),
+        )
+
+        # Quota-aware submit (ftl_trigger/service_quotas.py). The Service Authorization
+        # Reference lists no resource type and no condition key for ListServiceQuotas (not
+        # even servicequotas:service, which GetServiceQuota has): only "*" grants it.
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="ReadSageMakerQuotas",
+                actions=["servicequotas:ListServiceQuotas"],
+                resources=["*"],
+            )
+        )
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "servicequotas:ListServiceQuotas supports no resource-level permissions and no "
+            "condition keys; it reads the account's quota values only.",
         )
 
     def _http_api(

@@ -58,6 +58,8 @@ def test_every_trigger_request_is_allowed(name, trigger_run):
     d, run = deployment(name), trigger_run(name)
     outcomes = d.evaluate_all(trigger_requests(d, run))
     assert len(outcomes) > 40
+    # Quota-aware submit reads the account's SageMaker quotas (once per warm container).
+    assert any(c.operation == "ListServiceQuotas" for _, c in run.calls)
     assert not denied(outcomes), "\n".join(denied(outcomes))
 
 

@@ -21,6 +21,7 @@ from testsupport.authz.evaluate import Request
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 SAGEMAKER = "sagemaker.amazonaws.com"
+BATCH_SLR = "AWSServiceRoleForAWSBatchWithSagemaker"
 
 
 def _arn(service: str, resource: str) -> str:
@@ -188,6 +189,19 @@ class Mapper:
     def _pricing_GetProducts(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
         # No resource types and no condition keys (Service Authorization Reference).
         return [Request(p, "pricing:GetProducts", ("*",), {}, src)]
+
+    def _servicequotas_ListServiceQuotas(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        # No resource types and no condition keys in the Service Authorization Reference.
+        return [Request(p, "servicequotas:ListServiceQuotas", ("*",), {}, src)]
+
+    def _iam_GetRole(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        name = params["RoleName"]
+        path = (
+            "aws-service-role/sagemaker-queuing.batch.amazonaws.com/" if name == BATCH_SLR else ""
+        )
+        return [Request(p, "iam:GetRole", (f"arn:aws:iam::{ACCOUNT}:role/{path}{name}",), {}, src)]
 
     def _dynamodb_UpdateItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
         return self._item(p, "dynamodb:UpdateItem", params["TableName"], src)
