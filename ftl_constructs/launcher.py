@@ -23,8 +23,8 @@ from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT, TRIGGER_OPERATIONS, so
 from ftl_constructs.job_ledger import ledger_table
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate
-from ftl_constructs.launch_policy import launch_statements, training_job_arns
-from ftl_constructs.nag import acknowledge, acknowledge_resource, checkov_skip
+from ftl_constructs.launch_policy import grant_quota_read, launch_statements, training_job_arns
+from ftl_constructs.nag import acknowledge_resource, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
@@ -308,22 +308,7 @@ class JobLauncher(Construct):
             ),
         )
 
-        # Quota-aware submit (ftl_trigger/service_quotas.py). The Service Authorization
-        # Reference lists no resource type and no condition key for ListServiceQuotas (not
-        # even servicequotas:service, which GetServiceQuota has): only "*" grants it.
-        policy.add_statements(
-            iam.PolicyStatement(
-                sid="ReadSageMakerQuotas",
-                actions=["servicequotas:ListServiceQuotas"],
-                resources=["*"],
-            )
-        )
-        acknowledge(
-            policy,
-            "AwsSolutions-IAM5[Resource::*]",
-            "servicequotas:ListServiceQuotas supports no resource-level permissions and no "
-            "condition keys; it reads the account's quota values only.",
-        )
+        grant_quota_read(policy)  # quota-aware submit
 
     def _http_api(
         self, stack: Stack, retention: logs.RetentionDays, key: kms.IKey, settings: ApiSettings

@@ -151,3 +151,8 @@ def timestamp(moment: datetime) -> str:
 
 # Capacity sources (``jobmodel.capacity.CapacityConfig``): the platform's training plans.
 ENV_CAPACITY = "FTL_CAPACITY"
+
+# The platform's version: the one home of the string (pyproject.toml reads it from here); each
+# stack writes it as its ``PlatformVersion`` output, which ``ftl doctor`` compares.
+PLATFORM_VERSION = "0.1.0"
+VERSION_OUTPUT = "PlatformVersion"

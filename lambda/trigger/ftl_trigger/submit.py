@@ -118,8 +118,7 @@ class SubmitFlow:
         spec = self.rt.catalog[req.template]
         if spec.capacity_chain:
             steps, skipped = self._plan_steps(req, spec, team_name)
-        # The account's SageMaker quotas (ftl_trigger.service_quotas): refuse a job that can
-        # never start; a chain loses the steps whose quota is short.
+        # Refuse a job that can never start; a chain loses the steps whose quota is short.
         steps, short, quota_check = self._quota_gate(req, steps)
         skipped += short
         if steps:
