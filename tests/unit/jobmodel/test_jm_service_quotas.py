@@ -28,8 +28,7 @@ def quotas(**values: float) -> SQ.AccountQuotas:
 def test_quota_names_are_sagemakers() -> None:
     assert SQ.quota_name("ml.p4d.24xlarge", spot=False) == "ml.p4d.24xlarge for training job usage"
     assert (
-        SQ.quota_name("ml.p4d.24xlarge", spot=True)
-        == "ml.p4d.24xlarge for spot training job usage"
+        SQ.quota_name("ml.p4d.24xlarge", spot=True) == "ml.p4d.24xlarge for spot training job usage"
     )
 
 
