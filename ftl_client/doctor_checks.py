@@ -9,10 +9,9 @@ from typing import Any
 
 from jobmodel import regions
 from jobmodel import service_quotas as SQ
+from jobmodel.names import BATCH_SLR, BATCH_SLR_SERVICE
 
 OK, WARN, BLOCK, UNKNOWN = "ok", "warn", "block", "unknown"
-BATCH_SLR = "AWSServiceRoleForAWSBatchWithSagemaker"
-BATCH_SLR_SERVICE = "sagemaker-queuing.batch.amazonaws.com"
 
 
 @dataclass(frozen=True)

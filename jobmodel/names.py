@@ -156,3 +156,6 @@ ENV_CAPACITY = "FTL_CAPACITY"
 # stack writes it as its ``PlatformVersion`` output, which ``ftl doctor`` compares.
 PLATFORM_VERSION = "0.1.0"
 VERSION_OUTPUT = "PlatformVersion"
+# Queue mode's service-linked role (AWS Batch creates training jobs with it; ftl doctor checks it).
+BATCH_SLR = "AWSServiceRoleForAWSBatchWithSagemaker"
+BATCH_SLR_SERVICE = "sagemaker-queuing.batch.amazonaws.com"

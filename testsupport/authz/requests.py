@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobmodel.names import BATCH_SLR
 from testsupport.authz.evaluate import Request
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 SAGEMAKER = "sagemaker.amazonaws.com"
-BATCH_SLR = "AWSServiceRoleForAWSBatchWithSagemaker"
 
 
 def _arn(service: str, resource: str) -> str:
