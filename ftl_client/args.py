@@ -130,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="ftl",
         description="Submit, watch and stop fine-tuning jobs on the deployed launcher.",
         epilog="exit status: 0 ok, 1 launcher/AWS failure, 2 bad command or a request you can "
-        "fix, 3 watched job failed, stopped or failed to start, 130 interrupted",
+        "fix, 3 watched job failed, stopped or failed to start, 4 doctor found a blocker, "
+        "130 interrupted",
     )
     _add_globals(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -164,6 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
     queue.add_argument("--team", metavar="TEAM", help="only this team's jobs (admins)")
 
     command("whoami", "show your team, its limits and current use")
+    command(
+        "doctor",
+        "read-only preflight: regions, SageMaker quotas, the queue's service-linked role, "
+        "prices and the deployed versions (exit 4 when something blocks)",
+    )
 
     stop = command("stop", "stop a job")
     stop.add_argument("job", metavar="JOB")

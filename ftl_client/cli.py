@@ -2,7 +2,8 @@
 
 Exit status (docs/CLIENT.md's table): 0 done, 1 the launcher or AWS failed, 2 a bad command
 line or a request the caller can fix (validation, unknown name, conflict, forbidden, quota,
-configuration), 3 a watched job ended Failed, Stopped or FailedToStart, 130 interrupted
+configuration), 3 a watched job ended Failed, Stopped or FailedToStart, 4 ``ftl doctor``
+found something that blocks, 130 interrupted
 (Ctrl-C stops watching, never the job). With ``--json`` an error is a JSON object on stdout.
 """
 
@@ -135,6 +136,13 @@ class Cli:
         me = self.client.whoami()
         self.emit(me, display.whoami(me))
         return EXIT_OK
+
+    def cmd_doctor(self) -> int:
+        from ftl_client import doctor
+
+        report = doctor.run(self.client)
+        self.emit(report.to_dict(), doctor.render(report))
+        return report.exit_status
 
     def cmd_stop(self) -> int:
         # The status before the stop tells "this call stopped it" (a queued job is Stopped at

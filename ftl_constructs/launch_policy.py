@@ -20,6 +20,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 
+from ftl_constructs.nag import acknowledge
 from jobmodel import TemplateSpec
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.names import PLATFORM_TAG_KEY, TEAM_TAG_KEY
@@ -202,3 +203,22 @@ def _follow_statements(
             conditions=own_jobs,
         ),
     ]
+
+
+def grant_quota_read(policy: iam.Policy) -> None:
+    """Quota-aware submit (ftl_trigger/service_quotas.py). The Service Authorization
+    Reference lists no resource type and no condition key for ListServiceQuotas (not
+    even servicequotas:service, which GetServiceQuota has): only "*" grants it."""
+    policy.add_statements(
+        iam.PolicyStatement(
+            sid="ReadSageMakerQuotas",
+            actions=["servicequotas:ListServiceQuotas"],
+            resources=["*"],
+        )
+    )
+    acknowledge(
+        policy,
+        "AwsSolutions-IAM5[Resource::*]",
+        "servicequotas:ListServiceQuotas supports no resource-level permissions and no "
+        "condition keys; it reads the account's quota values only.",
+    )

@@ -23,7 +23,7 @@ from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT, TRIGGER_OPERATIONS, so
 from ftl_constructs.job_ledger import ledger_table
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate
-from ftl_constructs.launch_policy import launch_statements, training_job_arns
+from ftl_constructs.launch_policy import grant_quota_read, launch_statements, training_job_arns
 from ftl_constructs.nag import acknowledge_resource, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
@@ -320,6 +320,8 @@ class JobLauncher(Construct):
                 resources=[self.table.table_arn],
             )
         )
+
+        grant_quota_read(policy)  # quota-aware submit
 
     def _http_api(
         self, stack: Stack, retention: logs.RetentionDays, key: kms.IKey, settings: ApiSettings

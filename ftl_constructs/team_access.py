@@ -20,8 +20,14 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from ftl_constructs.nag import acknowledge_resource
-from jobmodel.names import ADMIN_ALIAS, TRAINING_LOG_GROUP, team_alias_name
+from ftl_constructs.nag import acknowledge, acknowledge_resource
+from jobmodel.names import (
+    ADMIN_ALIAS,
+    BATCH_SLR,
+    BATCH_SLR_SERVICE,
+    TRAINING_LOG_GROUP,
+    team_alias_name,
+)
 from jobmodel.routes import Route
 from jobmodel.teams import TeamsConfig
 
@@ -87,6 +93,7 @@ class TeamAccess(Construct):
         self.admin_policy: iam.ManagedPolicy | None = None
         if teams.admins:
             self.admin_alias, self.admin_policy = self._door(version, ADMIN_ALIAS, "the admins")
+            self._preflight(self.admin_policy, stack)
 
     def _door(
         self, version: lambda_.IVersion, alias_name: str, who: str
@@ -152,3 +159,39 @@ class TeamAccess(Construct):
                 "and for a path parameter (the job name), which callers choose per request.",
             )
         return alias, policy
+
+    def _preflight(self, policy: iam.ManagedPolicy, stack: Stack) -> None:
+        """``ftl doctor``'s reads for the admins: the foundation stack's outputs (versions),
+        the account's SageMaker quotas (no resource type or condition key in the SAR: "*")
+        and queue mode's service-linked role."""
+        foundation = stack.format_arn(
+            service="cloudformation",
+            resource="stack",
+            resource_name=f"{stack.stack_name.removesuffix('-launcher')}-foundation/*",
+        )
+        role = stack.format_arn(
+            service="iam",
+            region="",
+            resource="role",
+            resource_name=f"aws-service-role/{BATCH_SLR_SERVICE}/{BATCH_SLR}",
+        )
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="PreflightReads",
+                actions=["cloudformation:DescribeStacks"],
+                resources=[foundation],
+            ),
+            iam.PolicyStatement(
+                sid="PreflightQuotas", actions=["servicequotas:ListServiceQuotas"], resources=["*"]
+            ),
+            iam.PolicyStatement(sid="PreflightRole", actions=["iam:GetRole"], resources=[role]),
+        )
+        acknowledge_resource(
+            policy, foundation, "A stack's ARN ends in an id CloudFormation generates."
+        )
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "servicequotas:ListServiceQuotas supports no resource-level permissions and no "
+            "condition keys; ftl doctor reads the quota values only.",
+        )

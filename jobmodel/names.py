@@ -151,3 +151,11 @@ def timestamp(moment: datetime) -> str:
 
 # Capacity sources (``jobmodel.capacity.CapacityConfig``): the platform's training plans.
 ENV_CAPACITY = "FTL_CAPACITY"
+
+# The platform's version: the one home of the string (pyproject.toml reads it from here); each
+# stack writes it as its ``PlatformVersion`` output, which ``ftl doctor`` compares.
+PLATFORM_VERSION = "0.1.0"
+VERSION_OUTPUT = "PlatformVersion"
+# Queue mode's service-linked role (AWS Batch creates training jobs with it; ftl doctor checks it).
+BATCH_SLR = "AWSServiceRoleForAWSBatchWithSagemaker"
+BATCH_SLR_SERVICE = "sagemaker-queuing.batch.amazonaws.com"

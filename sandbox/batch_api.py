@@ -201,8 +201,9 @@ def _call(standin: BatchStandIn, operation: str, body: dict[str, Any]) -> dict[s
 
 
 class BatchSandbox(Sandbox):
-    """The moto sandbox with the Batch service-job stand-in and the Price List API's stand-in
-    (``sandbox/pricing.py``) on the same endpoint, and moto's CloudFormation able to deploy the
+    """The moto sandbox with the Batch service-job stand-in, the Price List API's stand-in
+    (``sandbox/pricing.py``) and Service Quotas' (``sandbox/service_quotas.py``) on the same
+    endpoint, and moto's CloudFormation able to deploy the
     queue's Batch resources (``sandbox/batch_cfn.py``)."""
 
     def __init__(self, port: int | None = None, *, standin: BatchStandIn | None = None) -> None:
@@ -211,8 +212,11 @@ class BatchSandbox(Sandbox):
         from sandbox.pricing import PricingStandIn, pricing_layer
 
         self.pricing = PricingStandIn()  # the Price List API (sandbox/pricing.py)
+        from sandbox.service_quotas import ServiceQuotasStandIn, quotas_layer
+
+        self.quotas = ServiceQuotasStandIn()  # ListServiceQuotas (sandbox/service_quotas.py)
         server = self._server
-        batch, pricing = self.batch, self.pricing
+        batch, pricing, quotas = self.batch, self.pricing, self.quotas
 
         def entry() -> None:  # ThreadedMotoServer._server_entry, with the Batch layer
             from moto.moto_server.werkzeug_app import (
@@ -223,7 +227,7 @@ class BatchSandbox(Sandbox):
             from werkzeug.serving import make_server
 
             moto_app = DomainDispatcherApplication(create_backend_app)
-            app = pricing_layer(wsgi_layer(moto_app, batch), pricing)
+            app = quotas_layer(pricing_layer(wsgi_layer(moto_app, batch), pricing), quotas)
             server._server = make_server(
                 server._ip_address, server._port, app, True, request_handler=MotoRequestHandler
             )

@@ -18,6 +18,7 @@ from ftl_constructs.secure_bucket import (
 from ftl_constructs.settings import PlatformSettings, retention_days
 from ftl_constructs.training_network import TrainingNetwork
 from ftl_constructs.training_role import TrainingRole, role_arn_parameter
+from jobmodel.names import PLATFORM_VERSION, VERSION_OUTPUT
 
 
 class FoundationStack(Stack):
@@ -127,6 +128,7 @@ class FoundationStack(Stack):
             self.export_value(training_role.role.role_arn)
 
     def _add_outputs(self) -> None:
+        CfnOutput(self, VERSION_OUTPUT, value=PLATFORM_VERSION)  # ftl doctor reads it
         CfnOutput(self, "DataBucketName", value=self.data_bucket.bucket_name)
         CfnOutput(self, "CheckpointBucketName", value=self.checkpoint_bucket.bucket_name)
         CfnOutput(self, "ArtifactBucketName", value=self.artifact_bucket.bucket_name)

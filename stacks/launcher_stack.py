@@ -18,6 +18,7 @@ from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
 from jobmodel.capacity import CapacityError
+from jobmodel.names import PLATFORM_VERSION, VERSION_OUTPUT
 from stacks.foundation_stack import FoundationStack
 
 
@@ -131,6 +132,7 @@ class LauncherStack(Stack):
         )
 
     def _outputs(self, foundation: FoundationStack) -> None:
+        CfnOutput(self, VERSION_OUTPUT, value=PLATFORM_VERSION)  # ftl doctor reads it
         CfnOutput(self, "TriggerFunctionName", value=self.launcher.function.function_name)
         CfnOutput(self, "TriggerFunctionArn", value=self.launcher.function.function_arn)
         CfnOutput(self, "JobApiUrl", value=self.launcher.api_url)

@@ -26,6 +26,9 @@ def authz_sandbox() -> Iterator[Any]:
     from sandbox.batch_api import BatchSandbox
 
     with BatchSandbox() as sandbox:
+        # Every catalog type within quota, so every template's requests are made (the
+        # stand-in's default p5 quota is 0: sandbox/service_quotas.py).
+        sandbox.quotas.set("ml.p5.48xlarge", on_demand=64, spot=64)
         yield sandbox
 
 

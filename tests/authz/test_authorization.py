@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,8 @@ def test_every_trigger_request_is_allowed(name, trigger_run):
     d, run = deployment(name), trigger_run(name)
     outcomes = d.evaluate_all(trigger_requests(d, run))
     assert len(outcomes) > 40
+    # Quota-aware submit reads the account's SageMaker quotas (once per warm container).
+    assert any(c.operation == "ListServiceQuotas" for _, c in run.calls)
     assert not denied(outcomes), "\n".join(denied(outcomes))
 
 
@@ -675,3 +678,80 @@ def test_regression_one_log_grant_for_every_stream_lets_a_team_write_anothers_lo
     (theirs,) = _swap_team([put], "team-a", "team-b")
     assert not d.evaluate(theirs).allowed
     assert twin.evaluate(theirs).allowed  # the old grant: team A writes into team B's job logs
+
+
+@pytest.mark.parametrize("name", TEAM_CONFIGS)
+def test_the_admins_preflight_reads_are_allowed(name, authz_sandbox):
+    """``ftl doctor`` run by an admin against the deployment: its recorded calls (stack
+    outputs of both stacks, the quotas from the sandbox's Service Quotas stand-in, the
+    service-linked role, the launcher through the admin alias) are allowed by the admins'
+    managed policy."""
+    import io
+
+    import boto3
+    from botocore.response import StreamingBody
+
+    from ftl_client import LauncherClient, doctor
+    from testsupport.authz.record import recording
+
+    d = deployment(name)
+    stack_names = sorted(d.stacks.templates)
+    launcher = next(s for s in stack_names if s.endswith("-launcher"))
+    template = {"name": "distilbert-spot", "instance_types": ["ml.g5.xlarge"], "spot": True}
+    answers = [{"templates": [{**template, "default_instance_type": "ml.g5.xlarge"}]}]
+    answers.append({"checks": [{"check": "price", "price_usd_per_hour": 1.0}]})
+
+    class Http:
+        status_code, headers = 200, {}
+
+    def invoke(**_):
+        body = json.dumps(answers.pop(0)).encode()
+        return Http(), {"StatusCode": 200, "Payload": StreamingBody(io.BytesIO(body), len(body))}
+
+    def stacks(**_):
+        outputs = [{"OutputKey": "PlatformVersion", "OutputValue": "0"}]
+        return Http(), {"Stacks": [{"StackName": launcher, "Outputs": outputs}]}
+
+    def role(**_):
+        return Http(), {"Role": {"RoleName": "AWSServiceRoleForAWSBatchWithSagemaker"}}
+
+    clients = {}
+    for service, handlers in (
+        ("lambda", {"Invoke": invoke}),
+        ("cloudformation", {"DescribeStacks": stacks}),
+        ("iam", {"GetRole": role}),
+        ("service-quotas", {}),
+    ):
+        endpoint = authz_sandbox.endpoint if not handlers else "http://localhost:9"
+        c = boto3.client(
+            service,
+            region_name=REGION,
+            endpoint_url=endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        for op, handler in handlers.items():
+            c.meta.events.register(
+                f"before-call.{c.meta.service_model.service_id.hyphenize()}.{op}", handler
+            )
+        clients[service] = c
+    client = LauncherClient(
+        launcher, function_name=_alias_arn(d, "admin"), region=REGION, clients=clients
+    )
+    with recording() as calls:
+        report = doctor.run(client)
+    ops = {f"{c.service}:{c.operation}" for c in calls}
+    assert ops == {
+        "cloudformation:DescribeStacks",
+        "servicequotas:ListServiceQuotas",
+        "iam:GetRole",
+        "lambda:Invoke",
+    }, ops
+    assert any(f.check == "quota" and f.status == "ok" for f in report.findings)
+    principal = f"arn:aws:iam::{ACCOUNT}:role/platform-admin"
+    requests = [
+        r for c in calls for r in d.mapper.requests(principal, c.service, c.operation, c.params)
+    ]
+    outcomes = d.evaluate_all(requests, extra_identity=[_team_policy(d, "admin")])
+    assert len(outcomes) >= 5
+    assert not denied(outcomes), "\n".join(denied(outcomes))

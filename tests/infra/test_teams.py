@@ -137,6 +137,8 @@ def test_each_managed_policy_grants_exactly_its_alias_and_the_api_routes(launche
     seen = set()
     for policy in policies.values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        preflight = [s for s in statements if s["Sid"].startswith("Preflight")]
+        statements = [s for s in statements if not s["Sid"].startswith("Preflight")]
         assert [s["Sid"] for s in statements] == [
             "InvokeOwnAlias",
             "CallJobApi",
@@ -158,6 +160,16 @@ def test_each_managed_policy_grants_exactly_its_alias_and_the_api_routes(launche
         (name,) = [n for n, (lid, _) in aliases.items() if invoke["Resource"] == {"Ref": lid}]
         assert name != "http"
         seen.add(name)
+        # ftl doctor's reads (docs/CLIENT.md) are the admins' only: read-only, no team's.
+        actions = sorted(s["Action"] for s in preflight)
+        if name == "admin":
+            assert actions == [
+                "cloudformation:DescribeStacks",
+                "iam:GetRole",
+                "servicequotas:ListServiceQuotas",
+            ]
+        else:
+            assert actions == []
         assert api["Action"] == "execute-api:Invoke"
         routes = sorted(_text(r).split("/", 1)[1] for r in api["Resource"])
         expected = sorted(

@@ -291,3 +291,27 @@ def test_finding_the_launcher(deployed, ftl):
     assert no_fn.stderr == (
         "error: ConfigError: launcher function no-such-function not found in us-east-1\n"
     )
+
+
+def test_doctor_against_the_deployed_sandbox_shows_the_p5_shortfall(deployed, ftl):
+    """``ftl doctor`` reads the deployed stacks, the Service Quotas stand-in (p5: 0 by
+    default) and IAM; a default job that can never start makes it exit 4."""
+    text = ok(ftl("doctor"))
+    assert "deployed platform" in text and "nothing blocks" in text
+    assert "[WARN ] quota: ml.p5.48xlarge on-demand: quota 'ml.p5.48xlarge for training" in text
+    assert "--service-code sagemaker --quota-code L-" in text
+    assert "[ok   ] version: ftl-launcher: 0.1.0, as this client" in text
+    assert "[ok   ] version: ftl-foundation: 0.1.0" in text
+    assert "aws iam create-service-linked-role" in text  # moto has no such role
+    quotas = deployed.sandbox.quotas
+    saved = dict(quotas.values)
+    quotas.set("ml.g5.xlarge", spot=0)  # distilbert-spot's default job
+    try:
+        proc = ftl("doctor", "--json")
+    finally:
+        quotas.values.update(saved)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == report["exit_status"] == 4, proc.stderr
+    (block,) = [f for f in report["findings"] if f["status"] == "block"]
+    assert block["subject"] == "ml.g5.xlarge spot" and block["value"] == 0
+    assert "distilbert-spot" in block["templates"]

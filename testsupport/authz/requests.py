@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobmodel.names import BATCH_SLR
 from testsupport.authz.evaluate import Request
 
 ACCOUNT = "123456789012"
@@ -188,6 +189,19 @@ class Mapper:
     def _pricing_GetProducts(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
         # No resource types and no condition keys (Service Authorization Reference).
         return [Request(p, "pricing:GetProducts", ("*",), {}, src)]
+
+    def _servicequotas_ListServiceQuotas(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        # No resource types and no condition keys in the Service Authorization Reference.
+        return [Request(p, "servicequotas:ListServiceQuotas", ("*",), {}, src)]
+
+    def _iam_GetRole(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        name = params["RoleName"]
+        path = (
+            "aws-service-role/sagemaker-queuing.batch.amazonaws.com/" if name == BATCH_SLR else ""
+        )
+        return [Request(p, "iam:GetRole", (f"arn:aws:iam::{ACCOUNT}:role/{path}{name}",), {}, src)]
 
     def _dynamodb_UpdateItem(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
         return self._item(p, "dynamodb:UpdateItem", params["TableName"], src)

@@ -27,6 +27,7 @@ from ftl_trigger.identity import Caller
 from ftl_trigger.paging import Signer
 from ftl_trigger.queue_flow import QueueFlow
 from ftl_trigger.queue_look import QueueSpot
+from ftl_trigger.service_quotas import QuotaGate
 from ftl_trigger.submit import SUBMITTING, SubmitFlow
 from jobmodel import (
     TERMINAL_STATUSES,
@@ -52,7 +53,7 @@ SUBMIT_GRACE_S = 10.0
 _WRITE_ATTEMPTS = 3  # conditional writes of one change before leaving the job as it is
 
 
-class Launcher(SubmitFlow, QueueFlow, ChainFlow):
+class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.ledger = Ledger(runtime.dynamodb, runtime.table_name)

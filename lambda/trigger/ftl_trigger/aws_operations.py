@@ -14,6 +14,8 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "sagemaker": ("CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob"),
     # BatchGetItem: queue mode's estimated start reads the queue's jobs' limits.
     "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query", "BatchGetItem"),
+    # Quota-aware submit (ftl_trigger/service_quotas.py): the account's SageMaker quotas.
+    "service-quotas": ("ListServiceQuotas",),
     # The queue scheduler's service jobs (SageMaker training jobs run through AWS Batch).
     # GetJobQueueSnapshot gives a queued job's position.
     "batch": (

@@ -16,6 +16,7 @@ from botocore.config import Config
 from ftl_ledger.ledger import Ledger
 from ftl_trigger import aws
 from ftl_trigger.prices import LivePrices
+from ftl_trigger.service_quotas import LiveQuotas
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.capacity import CapacityConfig
 from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES
@@ -37,6 +38,12 @@ DYNAMODB_CONFIG = Config(
 )
 # Queue mode only. Every SubmitServiceJob carries a clientToken, so a retried submit can
 # never queue a second job.
+# Read at submit, cached per container; a failed read skips the check, so fail fast.
+QUOTAS_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 2},
+    connect_timeout=2,
+    read_timeout=5,
+)
 BATCH_CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": 4},
     connect_timeout=5,
@@ -65,6 +72,8 @@ class Runtime:
     batch: Any = None
     # The platform's training plans (FTL_CAPACITY), for capacity chains' plan step.
     capacity: CapacityConfig = field(default_factory=CapacityConfig)
+    # The account's SageMaker quotas (Service Quotas), for quota-aware submit; None: unchecked.
+    quotas: LiveQuotas | None = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -102,6 +111,11 @@ class Runtime:
             ),
             scheduler=scheduler,
             capacity=CapacityConfig.from_env(env),
+            quotas=LiveQuotas(
+                lambda: session.create_client(
+                    "service-quotas", region_name=platform.region, config=QUOTAS_CONFIG
+                )
+            ),
             batch=(
                 session.create_client("batch", region_name=platform.region, config=BATCH_CONFIG)
                 if scheduler.queued

@@ -90,6 +90,10 @@ class SubmitFlow:
 
         def _record_failed_chained(self, job: dict[str, Any], error: JobModelError) -> bool: ...
 
+        def _quota_gate(
+            self, req: SubmitRequest, steps: list[dict[str, Any]]
+        ) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]: ...
+
     # ---------------------------------------------------------------- submit
     def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict[str, Any], bool]:
         team = caller.submitting_team()
@@ -113,12 +117,16 @@ class SubmitFlow:
         skipped: list[str] = []
         spec = self.rt.catalog[req.template]
         if spec.capacity_chain:
-            # A chain: attempt 1 is the first step's; the estimate its worst case.
             steps, skipped = self._plan_steps(req, spec, team_name)
+        # Refuse a job that can never start; a chain loses the steps whose quota is short.
+        steps, short, quota_check = self._quota_gate(req, steps)
+        skipped += short
+        if steps:
+            # A chain: attempt 1 is the first step's; the estimate its worst case.
             first = steps[0]
             price = first["prices"][first["instance_types"][0]]
             estimate, reason = self._worst_case(steps, req)
-        checks = self._check_limits(caller, req, estimate, reason)
+        checks = [quota_check, *self._check_limits(caller, req, estimate, reason)]
         if req.dry_run:
             dry = self._dry_run(req, caller, price, estimate, reason, checks, steps)
             if steps:
