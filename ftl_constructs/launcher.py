@@ -307,6 +307,7 @@ class JobLauncher(Construct):
                 ],
             ),
         )
+        grant_quota_read(policy)  # quota-aware submit
         if self.job_queue is not None:
             self._queue_estimate_reads(policy)
 
@@ -320,8 +321,6 @@ class JobLauncher(Construct):
                 resources=[self.table.table_arn],
             )
         )
-
-        grant_quota_read(policy)  # quota-aware submit
 
     def _http_api(
         self, stack: Stack, retention: logs.RetentionDays, key: kms.IKey, settings: ApiSettings
