@@ -12,7 +12,7 @@ from jobmodel.capacity import CapacityConfig
 from jobmodel.pricing import PriceTable
 from tests.lambda_support import http_event
 from tests.unit.trigger.test_teams import ALICE, make
-from testsupport.capacity_standin import CapacityStandIn
+from sandbox.capacity import CapacityStandIn
 
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/alpha-g5"
 PLANS = [
