@@ -209,9 +209,8 @@ class BatchSandbox(Sandbox):
     def __init__(self, port: int | None = None, *, standin: BatchStandIn | None = None) -> None:
         super().__init__(port)
         self.batch = standin or BatchStandIn()
-        from sandbox.pricing import PricingStandIn, pricing_layer
-
         from sandbox.capacity_api import CapacityLayer, capacity_layer
+        from sandbox.pricing import PricingStandIn, pricing_layer
 
         self.pricing = PricingStandIn()  # the Price List API (sandbox/pricing.py)
         self.capacity = CapacityLayer()  # SageMaker's capacity rules (sandbox/capacity.py)

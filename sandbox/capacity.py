@@ -87,6 +87,7 @@ class CapacityStandIn:
             self.jobs: dict[str, dict[str, Any]] = {}
             self.requests: list[dict[str, Any]] = []
             self.stopped: list[str] = []
+            self._holds: dict[str, tuple[threading.Event, threading.Event]] = {}
 
     def clock(self) -> datetime:
         """Strictly increasing times (each state change is newer than the last)."""
@@ -97,8 +98,23 @@ class CapacityStandIn:
         return now
 
     # ------------------------------------------------------------------ the API
+    def hold(self, name: str) -> threading.Event:
+        """Hold the ``CreateTrainingJob`` of ``name`` until the returned event is set (a start
+        in flight, for tests of what happens meanwhile)."""
+        gate = threading.Event()
+        self._holds[name] = (gate, threading.Event())
+        return gate
+
+    def wait_held(self, name: str, timeout: float = 60.0) -> bool:
+        """Wait until the create of ``name`` arrived and is held."""
+        return self._holds[name][1].wait(timeout)
+
     def create_training_job(self, **params: Any) -> dict[str, Any]:
         validate_parameters(params, _MODEL.operation_model("CreateTrainingJob").input_shape)
+        held = self._holds.pop(params["TrainingJobName"], None)
+        if held is not None:
+            held[1].set()
+            held[0].wait(60)
         with self._lock:
             return self._create(params)
 
@@ -169,7 +185,9 @@ class CapacityStandIn:
     def _holding(self) -> list[dict[str, Any]]:
         """The jobs that hold instances now (started, not waiting for spot capacity)."""
         return [
-            j for j in self.jobs.values() if j["TrainingJobStatus"] == "InProgress" and not j["_waiting"]
+            j
+            for j in self.jobs.values()
+            if j["TrainingJobStatus"] == "InProgress" and not j["_waiting"]
         ]
 
     def _on_demand_free(self, itype: str, count: int) -> bool:
@@ -178,7 +196,10 @@ class CapacityStandIn:
         if itype not in self.instances:
             return True
         held = sum(
-            int(j["ResourceConfig"].get("SelectedInstanceCount") or j["ResourceConfig"]["InstanceCount"])
+            int(
+                j["ResourceConfig"].get("SelectedInstanceCount")
+                or j["ResourceConfig"]["InstanceCount"]
+            )
             for j in self._holding()
             if _held_type(j) == itype and not j["ResourceConfig"].get("TrainingPlanArn")
         )
