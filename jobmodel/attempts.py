@@ -133,7 +133,9 @@ def change_for(job: Mapping[str, Any], update: Mapping[str, Any]) -> Change:
             return next_attempt(job, entries, update, price, why)
         entries = _replace(entries, attempt, **_ended(update, current, price))
     elif status == str(Status.IN_PROGRESS) and current and current.get("status") != "InProgress":
-        started = current.get("started_ms") or update.get("status_observed_ms")
+        # SageMaker's first word that it runs; the claim's time stays for an attempt never
+        # seen running.
+        started = update.get("status_observed_ms") or current.get("started_ms")
         entries = _replace(entries, attempt, status="InProgress", started_ms=started)
     if entries != list(job.get("attempts") or []):
         also["attempts"] = entries
@@ -284,6 +286,8 @@ def view_fields(job: Mapping[str, Any]) -> dict[str, Any]:
         for key in ("started_ms", "ended_ms"):
             if entry.get(key) is not None:
                 shown[key.replace("_ms", "_at")] = _iso(int(entry[key]))
+        if entry.get("attempt") == 1 and "started_at" not in shown and job.get("created_at"):
+            shown["started_at"] = job["created_at"]  # attempt 1 starts with the job
         if entry.get("reason"):
             shown["reason"] = entry["reason"]
         entries.append(shown)

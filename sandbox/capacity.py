@@ -89,6 +89,10 @@ class CapacityStandIn:
             self.stopped: list[str] = []
             self._holds: dict[str, tuple[threading.Event, threading.Event]] = {}
 
+    def use_clock(self, clock: Callable[[], datetime]) -> None:
+        """Take times from ``clock`` (the demo's simulated clock) from now on."""
+        self._clock = clock
+
     def clock(self) -> datetime:
         """Strictly increasing times (each state change is newer than the last)."""
         now = self._clock()
