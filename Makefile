@@ -1,6 +1,8 @@
 # One entry point for set-up, the local demo, tests and benchmarks.
 #   make demo   - set up what the demo needs, deploy into a local moto sandbox and start a job there
 #   make demo-queue - the same in queue mode: three jobs into a 4-instance queue, one waits
+#   make demo-chain - a capacity chain: no spot, on-demand on another preferred type, then the
+#                 team's training plan, finishing from the checkpoint; every attempt's cost
 #   make test   - set up everything (the training stack and checkov too) and run lint plus every
 #                 test (what .ci/run calls)
 #   make test-fast - lint (ruff, mypy) and every test that needs no sandbox deploy
@@ -14,7 +16,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup setup-test demo demo-queue sandbox sandbox-teams sandbox-queue sandbox-queue-teams test test-fast lint format synth bench clean
+.PHONY: setup setup-test demo demo-queue demo-chain sandbox sandbox-teams sandbox-queue sandbox-queue-teams test test-fast lint format synth bench clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -48,6 +50,9 @@ demo: setup
 
 demo-queue: setup
 	$(PY) -m sandbox.demo --queue
+
+demo-chain: setup
+	$(PY) -m sandbox.demo --chain
 
 # make sandbox [PORT=N]; the variants: sandbox-teams, sandbox-queue [RUN_SECONDS=S], sandbox-queue-teams
 SANDBOX_ARGS = $(if $(PORT),--port $(PORT)) $(if $(RUN_SECONDS),--run-seconds $(RUN_SECONDS))

@@ -212,7 +212,7 @@ def job_detail(job: dict[str, Any]) -> str:
     lines = []
     for key in keys:
         value = job[key]
-        if value is None:
+        if value is None or key == "attempts":
             continue
         if key in ("training_seconds", "billable_seconds"):
             value = f"{value} ({duration(value)})"
@@ -226,7 +226,37 @@ def job_detail(job: dict[str, Any]) -> str:
             value = sooner(value)
         elif isinstance(value, bool):
             value = "yes" if value else "no"
+        elif isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
         lines.append(f"{key.ljust(width)}  {value}")
+    if job.get("attempts"):
+        lines.append(attempts_table(job["attempts"]))
+    return "\n".join(lines)
+
+
+def attempts_table(attempts: Sequence[dict[str, Any]]) -> str:
+    """A capacity chain's attempts: type, count, kind, start, end, billable time, cost."""
+    rows = [("#", "TYPE", "COUNT", "CAPACITY", "STATUS", "START", "END", "BILLABLE", "COST")]
+    for a in attempts:
+        billable = a.get("billable_seconds")
+        rows.append(
+            (
+                str(a.get("attempt")),
+                str(a.get("instance_type")),
+                str(a.get("instance_count")),
+                str(a.get("capacity")),
+                str(a.get("status")),
+                a.get("started_at") or "-",
+                a.get("ended_at") or "-",
+                "-" if billable is None else f"{billable}s",
+                money(a.get("cost_usd")),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["attempts:"]
+    lines += [
+        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]
     return "\n".join(lines)
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "first_attempt",
     "next_attempt",
     "start_change",
+    "starting",
     "stop_pending_change",
     "view_fields",
 ]
@@ -132,9 +133,10 @@ def change_for(job: Mapping[str, Any], update: Mapping[str, Any]) -> Change:
             return next_attempt(job, entries, update, price, why)
         entries = _replace(entries, attempt, **_ended(update, current, price))
     elif status == str(Status.IN_PROGRESS) and current and current.get("status") != "InProgress":
-        entries = _replace(
-            entries, attempt, status="InProgress", started_ms=update.get("status_observed_ms")
-        )
+        # SageMaker's first word that it runs; the claim's time stays for an attempt never
+        # seen running.
+        started = update.get("status_observed_ms") or current.get("started_ms")
+        entries = _replace(entries, attempt, status="InProgress", started_ms=started)
     if entries != list(job.get("attempts") or []):
         also["attempts"] = entries
     return Change(observation=update, also=also)
@@ -206,11 +208,16 @@ def next_attempt(
     return Change(also=also, spend=cost or None)
 
 
-def start_change(job: Mapping[str, Any], rendered_json: str, rendered_hash: str) -> Change:
+def start_change(
+    job: Mapping[str, Any], rendered_json: str, rendered_hash: str, now_ms: int
+) -> Change:
     """Claim the pending attempt's start (written before the backend is asked): the
-    attempt's request becomes the job's ``rendered`` (a replay restarts this attempt)."""
+    attempt's request becomes the job's ``rendered`` (a replay restarts this attempt); the
+    attempt starts now (an attempt that ends before anyone sees it run keeps this start)."""
     attempt = int(job["attempt"])
-    entries = _replace(list(job.get("attempts") or []), attempt, status="Starting")
+    entries = _replace(
+        list(job.get("attempts") or []), attempt, status="Starting", started_ms=now_ms
+    )
     return Change(
         also={
             "chain_pending": None,
@@ -219,6 +226,15 @@ def start_change(job: Mapping[str, Any], rendered_json: str, rendered_hash: str)
             "attempts": entries,
         }
     )
+
+
+def starting(job: Mapping[str, Any]) -> bool:
+    """The current attempt's start is claimed and not yet recorded (no training job, and in
+    queue mode no service job, known)."""
+    attempt = job.get("attempt")
+    entry = next((e for e in job.get("attempts") or [] if e.get("attempt") == attempt), None)
+    started = entry is not None and entry.get("status") == "Starting"
+    return started and not job.get("job_arn") and not job.get("batch_job_id")
 
 
 def stop_pending_change(job: Mapping[str, Any], now_ms: int) -> Change:
@@ -270,6 +286,8 @@ def view_fields(job: Mapping[str, Any]) -> dict[str, Any]:
         for key in ("started_ms", "ended_ms"):
             if entry.get(key) is not None:
                 shown[key.replace("_ms", "_at")] = _iso(int(entry[key]))
+        if entry.get("attempt") == 1 and "started_at" not in shown and job.get("created_at"):
+            shown["started_at"] = job["created_at"]  # attempt 1 starts with the job
         if entry.get("reason"):
             shown["reason"] = entry["reason"]
         entries.append(shown)

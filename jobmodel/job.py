@@ -176,7 +176,9 @@ def plan(job: JobRecord, change: Change, *, stamp: str) -> Plan | None:
     nothing to write: a replay, an older or less authoritative observation, or one that
     differs from the record only in bookkeeping. ``stamp``: the write's ``updated_at``."""
     changes = merge(job, change.observation) if change.observation else {}
-    applied = "status" in changes or not change.observation
+    # ``also`` rides on an observation that was taken: a new status, or a newer SageMaker
+    # view under the same status (a capacity chain's selected type and attempt start).
+    applied = "status" in changes or "sagemaker_observed_ms" in changes or not change.observation
     changes.update({k: v for k, v in change.once.items() if v is not None and job.get(k) is None})
     if applied:
         changes.update({k: v for k, v in change.also.items() if job.get(k) != v})

@@ -202,21 +202,24 @@ def _call(standin: BatchStandIn, operation: str, body: dict[str, Any]) -> dict[s
 
 class BatchSandbox(Sandbox):
     """The moto sandbox with the Batch service-job stand-in, the Price List API's stand-in
-    (``sandbox/pricing.py``) and Service Quotas' (``sandbox/service_quotas.py``) on the same
-    endpoint, and moto's CloudFormation able to deploy the
-    queue's Batch resources (``sandbox/batch_cfn.py``)."""
+    (``sandbox/pricing.py``), Service Quotas' (``sandbox/service_quotas.py``) and SageMaker's
+    capacity stand-in (``sandbox/capacity_api.py``, off until ``capacity.enable``) on the same
+    endpoint, and moto's CloudFormation able to deploy the queue's Batch resources
+    (``sandbox/batch_cfn.py``)."""
 
     def __init__(self, port: int | None = None, *, standin: BatchStandIn | None = None) -> None:
         super().__init__(port)
         self.batch = standin or BatchStandIn()
+        from sandbox.capacity_api import CapacityLayer, capacity_layer
         from sandbox.pricing import PricingStandIn, pricing_layer
 
         self.pricing = PricingStandIn()  # the Price List API (sandbox/pricing.py)
         from sandbox.service_quotas import ServiceQuotasStandIn, quotas_layer
 
         self.quotas = ServiceQuotasStandIn()  # ListServiceQuotas (sandbox/service_quotas.py)
+        self.capacity = CapacityLayer()  # SageMaker's capacity rules (sandbox/capacity.py)
         server = self._server
-        batch, pricing, quotas = self.batch, self.pricing, self.quotas
+        batch, pricing, quotas, capacity = self.batch, self.pricing, self.quotas, self.capacity
 
         def entry() -> None:  # ThreadedMotoServer._server_entry, with the Batch layer
             from moto.moto_server.werkzeug_app import (
@@ -227,7 +230,8 @@ class BatchSandbox(Sandbox):
             from werkzeug.serving import make_server
 
             moto_app = DomainDispatcherApplication(create_backend_app)
-            app = quotas_layer(pricing_layer(wsgi_layer(moto_app, batch), pricing), quotas)
+            app = pricing_layer(wsgi_layer(moto_app, batch), pricing)
+            app = capacity_layer(quotas_layer(app, quotas), capacity)
             server._server = make_server(
                 server._ip_address, server._port, app, True, request_handler=MotoRequestHandler
             )

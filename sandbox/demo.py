@@ -4,7 +4,8 @@ Everything runs on this machine: moto's server on localhost, the pinned CDK CLI,
 Lambda Invoke of the deployed trigger (the sandbox runs the deployed zip with the deployed
 configuration, since moto needs Docker to run Lambda code).
 
-``--queue`` (`make demo-queue`) runs the queue-mode demo instead (``sandbox/queue_demo.py``);
+``--queue`` (`make demo-queue`) runs the queue-mode demo instead (``sandbox/queue_demo.py``),
+``--chain`` (`make demo-chain`) the capacity-chain demo (``sandbox/chain_demo.py``);
 ``--serve`` (`make sandbox`) keeps the sandbox up afterwards on ``localhost:4566``, or on a free
 port when 4566 is taken (``--port N`` asks for one), and prints the ``export`` lines for a
 second shell (``sandbox/shell.py``).
@@ -51,6 +52,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m sandbox.demo", description=__doc__)
     parser.add_argument("--queue", action="store_true", help="the queue-mode demo")
     parser.add_argument(
+        "--chain", action="store_true", help="the capacity-chain demo (spot, on-demand, plan)"
+    )
+    parser.add_argument(
         "--serve", action="store_true", help="keep the sandbox up for the ftl client"
     )
     parser.add_argument(
@@ -84,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if note:
             print(note)
+    if args.chain:
+        from sandbox.chain_demo import run as run_chain
+
+        return run_chain(port=port)
     if args.queue:
         from sandbox.queue_demo import run
 

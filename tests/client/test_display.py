@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from datetime import UTC, datetime, timedelta
 
+from ftl_client import display
 from ftl_client.client import Progress, parse_time
 from ftl_client.display import (
     ProgressDisplay,
@@ -208,3 +209,71 @@ def test_status_shows_a_queued_jobs_estimated_start_and_sooner_options():
     lines = dict(line.split(None, 1) for line in text.splitlines())
     assert "estimated_start_by" not in lines and lines["estimated_start_unknown_reason"] == reason
     assert lines["sooner"] == "-"
+
+
+def test_status_shows_a_chained_jobs_attempts_with_their_costs():
+    job = {
+        "job_name": "j",
+        "status": "Completed",
+        "capacity_chain": ["spot", "on-demand"],
+        "attempts": [
+            {
+                "attempt": 1,
+                "instance_type": "ml.g5.xlarge",
+                "instance_count": 1,
+                "capacity": "spot",
+                "status": "Stopped",
+                "started_at": "2026-01-01T00:00:00.000Z",
+                "ended_at": "2026-01-01T00:30:00.000Z",
+                "billable_seconds": 0,
+                "cost_usd": 0.0,
+            },
+            {
+                "attempt": 2,
+                "instance_type": "ml.g6.xlarge",
+                "instance_count": 1,
+                "capacity": "on-demand",
+                "status": "Completed",
+                "started_at": "2026-01-01T00:30:01.000Z",
+                "ended_at": None,
+                "billable_seconds": 600,
+                "cost_usd": 0.3333,
+            },
+        ],
+    }
+    text = display.job_detail(job)
+    assert "capacity_chain  spot, on-demand" in text
+    lines = text.splitlines()
+    header = lines.index("attempts:") + 1
+    assert lines[header].split() == [
+        "#",
+        "TYPE",
+        "COUNT",
+        "CAPACITY",
+        "STATUS",
+        "START",
+        "END",
+        "BILLABLE",
+        "COST",
+    ]
+    assert lines[header + 1].split() == [
+        "1",
+        "ml.g5.xlarge",
+        "1",
+        "spot",
+        "Stopped",
+        "2026-01-01T00:00:00.000Z",
+        "2026-01-01T00:30:00.000Z",
+        "0s",
+        "$0.00",
+    ]
+    assert lines[header + 2].split()[1:] == [
+        "ml.g6.xlarge",
+        "1",
+        "on-demand",
+        "Completed",
+        "2026-01-01T00:30:01.000Z",
+        "-",
+        "600s",
+        "$0.33",
+    ]

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobmodel import attempts as A
 from jobmodel import chain as C
-from jobmodel.errors import CapacityError, JobModelError, ValidationError
+from jobmodel.errors import CapacityError, Conflict, JobModelError, ValidationError
 from jobmodel.job import Change, ChangeFor, JobRecord
 from jobmodel.render import request_hash
 from jobmodel.request import SubmitRequest
@@ -136,7 +136,7 @@ class ChainFlow:
         def claim(current: JobRecord) -> Change:
             if not current.get("chain_pending") or current.get("attempt") != job["attempt"]:
                 return Change()
-            return A.start_change(current, text, digest)
+            return A.start_change(current, text, digest, self._now_ms())
 
         done = self._ledger_call(self.writer.apply, job, claim)
         return dict(done.after), rendered, done.applied
@@ -182,5 +182,13 @@ class ChainFlow:
         the current attempt's stop (None: the caller stops the training job)."""
         if job.get("chain_pending"):
             return self._write(job, A.stop_pending_change(job, self._now_ms()))
+        if A.starting(job):
+            # Claimed, its CreateTrainingJob not answered yet: there is nothing to stop until
+            # it is (as a job still Submitting).
+            raise Conflict(
+                f"job {job['job_name']}: attempt {job['attempt']} is still starting; retry the "
+                "stop in a few seconds",
+                field="job_name",
+            )
         self._write(job, Change(also={"stop_requested": True}))
         return None

@@ -8,11 +8,12 @@ import json
 import pytest
 
 from ftl_ledger.items import from_item
+from jobmodel.attempts import starting
 from jobmodel.capacity import CapacityConfig
 from jobmodel.pricing import PriceTable
+from sandbox.capacity import CapacityStandIn
 from tests.lambda_support import http_event
 from tests.unit.trigger.test_teams import ALICE, make
-from testsupport.capacity_standin import CapacityStandIn
 
 PLAN = "arn:aws:sagemaker:us-east-1:123456789012:training-plan/alpha-g5"
 PLANS = [
@@ -147,3 +148,35 @@ def test_a_chain_step_the_caller_did_not_choose_is_not_run(chain):
         )
     )
     assert refused["statusCode"] == 400
+
+
+def test_the_selected_type_and_the_attempts_start_are_recorded_while_it_runs(chain):
+    """SageMaker's newer view under the same status (InProgress) still records the type it
+    selected and the attempt's start (they were dropped with the status unchanged)."""
+    launcher, standin = chain
+    standin.no_on_demand = {"ml.g5.xlarge"}
+    name = _submit(launcher)["job_name"]
+    standin.expire_waits()
+    _call(launcher, "GET", f"/jobs/{name}")  # attempt 2 starts
+    standin.run(f"{name}-a2")
+    job = _call(launcher, "GET", f"/jobs/{name}")
+    running = job["attempts"][1]
+    assert (running["status"], running["instance_type"]) == ("InProgress", "ml.g6.xlarge")
+    assert running["started_at"] and job["instance_type"] == "ml.g6.xlarge"
+
+
+def test_an_attempt_is_starting_from_its_claim_until_its_training_job_is_known(chain):
+    """What makes a stop a Conflict (the deployed test stops during the start)."""
+    launcher, standin = chain
+    name = _submit(launcher)["job_name"]
+    standin.expire_waits()
+    _call(launcher, "GET", f"/jobs/{name}")
+    items = [from_item(i) for i in launcher.ledger_items()]
+    record = next(i for i in items if i["pk"] == f"job#{name}")
+    # The claim of attempt 2 written, its CreateTrainingJob not answered yet.
+    claimed = {**record, "job_arn": None}
+    claimed["attempts"] = [
+        {**a, "status": "Starting"} if a["attempt"] == 2 else a for a in record["attempts"]
+    ]
+    assert starting(claimed) and not starting(record)
+    assert not starting({**claimed, "batch_job_id": "b-1"})  # queue mode: a service job

@@ -1,0 +1,125 @@
+"""The capacity stand-in (``sandbox/capacity.py``) on the sandbox's endpoint.
+
+``capacity_layer`` sits in front of moto's app in a ``BatchSandbox``. While the stand-in is
+switched on (``CapacityLayer.enable``: the rules, which types have no spot or on-demand
+capacity, how many instances there are, which training plans exist), SageMaker's
+``CreateTrainingJob`` requests (JSON protocol, ``X-Amz-Target: SageMaker.CreateTrainingJob``,
+SigV4 scope ``sagemaker``) go to the stand-in, and ``DescribeTrainingJob`` and
+``StopTrainingJob`` of the jobs it created do too. Everything else, and every request while
+it is off (the default), goes to moto unchanged. Errors come back in SageMaker's JSON error
+shape (``__type`` and ``Message``, HTTP 400), so boto3 raises the ``ClientError`` AWS would;
+a request that breaks botocore's model is a ``ValidationException``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError, ParamValidationError
+
+from sandbox.capacity import CapacityStandIn
+
+__all__ = ["CapacityLayer", "capacity_layer"]
+
+_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/(?P<service>[^/]+)/aws4_request")
+_TARGETS = {
+    "SageMaker.CreateTrainingJob": "create",
+    "SageMaker.DescribeTrainingJob": "describe",
+    "SageMaker.StopTrainingJob": "stop",
+}
+
+
+class CapacityLayer:
+    """The sandbox's switch for the stand-in: off until :meth:`enable`."""
+
+    def __init__(self, standin: CapacityStandIn | None = None) -> None:
+        self.standin = standin or CapacityStandIn()
+        self.enabled = False
+
+    def enable(
+        self,
+        *,
+        no_spot: set[str] | None = None,
+        no_on_demand: set[str] | None = None,
+        plans: Mapping[str, tuple[str, int]] | None = None,
+        instances: Mapping[str, int] | None = None,
+    ) -> CapacityStandIn:
+        """Switch the stand-in on with these rules (and no jobs)."""
+        self.standin.configure(
+            no_spot=no_spot, no_on_demand=no_on_demand, plans=plans, instances=instances
+        )
+        self.enabled = True
+        return self.standin
+
+    def disable(self) -> None:
+        """Back to moto's SageMaker for every request."""
+        self.enabled = False
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.timestamp()  # the JSON protocol's timestamps: epoch seconds
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _answer(layer: CapacityLayer, operation: str, body: dict[str, Any]) -> dict[str, Any]:
+    standin = layer.standin
+    if operation == "create":
+        return standin.create_training_job(**body)
+    if operation == "describe":
+        return _jsonable(standin.describe_training_job(**body))
+    return standin.stop_training_job(**body)
+
+
+def capacity_layer(app: Any, layer: CapacityLayer) -> Any:
+    """Route SageMaker's training-job calls to the stand-in while it is on (module docstring)."""
+
+    def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
+        operation = _TARGETS.get(environ.get("HTTP_X_AMZ_TARGET", ""))
+        scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        if not layer.enabled or operation is None or scope is None:
+            return app(environ, start_response)
+        if scope.group("service") != "sagemaker":
+            return app(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) or b"{}"
+        body = json.loads(raw)
+        if operation != "create" and body.get("TrainingJobName") not in layer.standin.jobs:
+            environ["wsgi.input"] = _Replay(raw)  # a job moto holds: moto answers
+            return app(environ, start_response)
+        try:
+            status, out = "200 OK", _answer(layer, operation, body)
+        except ParamValidationError as exc:
+            status, out = "400 Bad Request", {"__type": "ValidationException", "Message": str(exc)}
+        except ClientError as exc:
+            error = exc.response["Error"]
+            status = "400 Bad Request"
+            out = {"__type": error["Code"], "Message": error["Message"]}
+        data = json.dumps(out).encode()
+        headers = [("Content-Type", "application/x-amz-json-1.1")]
+        if status != "200 OK":
+            headers.append(("x-amzn-ErrorType", str(out["__type"])))
+        start_response(status, [*headers, ("Content-Length", str(len(data)))])
+        return [data]
+
+    return wsgi
+
+
+class _Replay:
+    """The request body already read, for moto to read again."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def read(self, size: int = -1) -> bytes:
+        out = self._data if size is None or size < 0 else self._data[:size]
+        self._data = self._data[len(out) :]
+        return out
