@@ -26,9 +26,11 @@ from .contract import TERMINAL_STATUSES, Status
 from .job import Change
 from .names import timestamp
 from .pricing import cost_usd
+from .queue_state import batch_created
 from .training_state import SAGEMAKER_GROUP
 
 __all__ = [
+    "ATTEMPT_HINT",
     "NEXT_ATTEMPT",
     "chained",
     "change_for",
@@ -42,6 +44,8 @@ __all__ = [
     "view_fields",
 ]
 
+# An observation's key (never written): the attempt it is about, when its reader knows.
+ATTEMPT_HINT = "attempt"
 NEXT_ATTEMPT = "NextAttempt"  # secondary status while the next attempt is about to start
 
 
@@ -109,11 +113,9 @@ def change_for(job: Mapping[str, Any], update: Mapping[str, Any]) -> Change:
         return Change(observation=update)
     attempt = int(job.get("attempt") or 1)
     entries = list(job.get("attempts") or [])
-    named = update.get("training_job_name")
-    if named:
-        _, seen = ledger_job_of_attempt(str(named))
-        if seen != attempt:
-            return _late(job, entries, seen, update)
+    seen = _attempt_of(update)
+    if seen is not None and seen != attempt:
+        return _late(job, entries, seen, update)
     if job.get("chain_pending"):
         return Change()  # between attempts: the next one's start writes what comes next
     current = next((e for e in entries if e.get("attempt") == attempt), None)
@@ -127,7 +129,8 @@ def change_for(job: Mapping[str, Any], update: Mapping[str, Any]) -> Change:
         entries = _replace(entries, attempt, instance_type=selected)
     status = update.get("status")
     if status in TERMINAL_STATUSES and current is not None:
-        why = capacity_failure(update)
+        update = _with_sagemakers_view(job, update)
+        why = capacity_failure(update) or capacity_failure(_recorded_view(job, update))
         stopping = job.get("stop_requested") or job.get("status") == str(Status.STOPPING)
         if why and attempt < len(job["chain"]) and not stopping:
             return next_attempt(job, entries, update, price, why)
@@ -140,6 +143,40 @@ def change_for(job: Mapping[str, Any], update: Mapping[str, Any]) -> Change:
     if entries != list(job.get("attempts") or []):
         also["attempts"] = entries
     return Change(observation=update, also=also)
+
+
+def _with_sagemakers_view(job: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Batch's word on an attempt's end (queue mode) carries no billable time: the record's,
+    from SageMaker's events of this attempt's training job, is the attempt's (the ended
+    attempt's view is cleared when the next one is marked)."""
+    out = dict(update)
+    if out.get("billable_seconds") is None and update.get("status_source") == "batch":
+        out["billable_seconds"] = job.get("billable_seconds")
+    return out
+
+
+def _recorded_view(job: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Batch's end with what SageMaker's earlier events of the attempt said (a spot wait that
+    ran out, an insufficient-capacity failure Batch reported without its reason); Batch's end
+    alone when the update is not Batch's."""
+    if update.get("status_source") != "batch":
+        return dict(update)
+    view = {k: job.get(k) for k in ("secondary_status", "failure_reason")}
+    return {**update, **{k: v for k, v in view.items() if v}}
+
+
+def _attempt_of(update: Mapping[str, Any]) -> int | None:
+    """The attempt an observation is about: the ``attempt`` its reader found (queue mode: the
+    service job's name or the training job's ``ftl:job-name`` tag, as Batch names its
+    training jobs ``AWSBatch<name><hex>``, cut to fit), else the training job's name; None
+    when neither says."""
+    hint = update.get(ATTEMPT_HINT)
+    if isinstance(hint, int) and not isinstance(hint, bool):
+        return hint
+    named = update.get("training_job_name")
+    if not named or batch_created(str(named)):
+        return None
+    return ledger_job_of_attempt(str(named))[1]
 
 
 def _late(

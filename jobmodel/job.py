@@ -181,7 +181,9 @@ def plan(job: JobRecord, change: Change, *, stamp: str) -> Plan | None:
     applied = "status" in changes or "sagemaker_observed_ms" in changes or not change.observation
     changes.update({k: v for k, v in change.once.items() if v is not None and job.get(k) is None})
     if applied:
-        changes.update({k: v for k, v in change.also.items() if job.get(k) != v})
+        # Against the record as this write leaves it: ``also`` may clear what the observation
+        # or ``once`` just set (a chain's next attempt clears the ended one's training job).
+        changes.update({k: v for k, v in change.also.items() if changes.get(k, job.get(k)) != v})
     if changes.keys() <= BOOKKEEPING:
         return None
     settlement = Q.settle(job, overlay(job, changes))

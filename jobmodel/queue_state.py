@@ -215,6 +215,11 @@ def ledger_job_name(training_job_name: str) -> str:
     return match.group("name") if match else training_job_name
 
 
+def batch_created(training_job_name: str) -> bool:
+    """Whether AWS Batch named this training job (``AWSBatch<name><hex32>``)."""
+    return _BATCH_TRAINING_NAME.fullmatch(training_job_name) is not None
+
+
 def merge(current: Mapping[str, Any] | None, update: Mapping[str, Any]) -> dict[str, Any]:
     """The attributes to write for ``update`` on a record ``current`` (empty: nothing to do);
     a ``None`` value means "remove the attribute".

@@ -27,7 +27,9 @@ Rules (what is modelled; the real service is the reference):
   characters: an assumption of this stand-in). moto completes a training job at once; the
   stand-in keeps its jobs InProgress until :meth:`BatchStandIn.finish_training_job` (or
   anything else) sets moto's status to Completed, Failed or Stopped. Then the Batch job is
-  SUCCEEDED or FAILED, its instances are freed, and the next jobs start.
+  SUCCEEDED or FAILED (``statusReason`` ``Received status from SageMaker: `` and the training
+  job's ``FailureReason``, or ``Training job <status>`` when it has none), its instances are
+  freed, and the next jobs start. Batch's own retries (``retryStrategy``) are not modelled.
 - TerminateServiceJob: a RUNNABLE job fails with the given reason and starts nothing; a
   started job's training job is marked Stopped in moto (moto has no StopTrainingJob).
 - ``clientToken``: the same token with the same parameters returns the first job; with
@@ -224,10 +226,19 @@ class BatchStandIn:
             }
 
     # ------------------------------------------------------------ test helpers
-    def finish_training_job(self, training_job_name: str, status: str = "Completed") -> None:
-        """End a training job the stand-in started, as SageMaker would, then reschedule."""
+    def finish_training_job(
+        self,
+        training_job_name: str,
+        status: str = "Completed",
+        *,
+        secondary: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """End a training job the stand-in started, as SageMaker would (``secondary``: its
+        secondary status, e.g. a spot wait's ``MaxWaitTimeExceeded``; ``reason``: its
+        ``FailureReason``), then reschedule."""
         with self._lock:
-            self.sagemaker.set_status(training_job_name, status)
+            self.sagemaker.set_status(training_job_name, status, secondary, reason=reason)
             self._tick()
 
     def run_training_job(self, training_job_name: str) -> None:
@@ -269,7 +280,13 @@ class BatchStandIn:
             self._emit(job)
         elif status in ("Completed", "Failed", "Stopped"):
             end = "SUCCEEDED" if status == "Completed" else "FAILED"
-            self._end(job, end, f"Received status from SageMaker: Training job {status.lower()}")
+            # Batch passes SageMaker's FailureReason on (what retryStrategy rules match).
+            why = self.sagemaker.failure_reason(job.training_arn.rsplit("/", 1)[-1])
+            self._end(
+                job,
+                end,
+                f"Received status from SageMaker: {why or f'Training job {status.lower()}'}",
+            )
 
     def _dispatch(self, queue: Queue) -> None:
         now = self.clock()

@@ -104,18 +104,29 @@ class MotoSageMaker:
         job = self._backend().training_jobs.get(name)
         return (None, None) if job is None else (job.training_job_status, job.secondary_status)
 
-    def set_status(self, name: str, status: str, secondary: str | None = None) -> None:
+    def failure_reason(self, name: str) -> str | None:
+        job = self._backend().training_jobs.get(name)
+        return getattr(job, "failure_reason", None) if job is not None else None
+
+    def set_status(
+        self, name: str, status: str, secondary: str | None = None, *, reason: str | None = None
+    ) -> None:
+        """Move a training job on; ``reason``: its ``FailureReason`` (an end's)."""
         job = self._backend().training_jobs.get(name)
         if job is None:
             return
         before = (job.training_job_status, job.secondary_status)
         job.training_job_status = status
         job.secondary_status = secondary or status
+        if reason is not None:
+            job.failure_reason = reason
         times = self._times.setdefault(name, {"created": self.clock()})
         if job.secondary_status == "Training":
             times.setdefault("training", self.clock())
         if status in TERMINAL:
             times.setdefault("ended", self.clock())
+            # DescribeTrainingJob's billable time, as the event reports it.
+            job.billable_time_in_seconds = _trained(times, self.clock())
         if (status, job.secondary_status) != before and self.on_change is not None:
             self.on_change(training_job_event(job, times, self.clock()))
 
@@ -135,9 +146,11 @@ def training_job_event(job: Any, times: dict[str, float], now: float) -> dict[st
         "LastModifiedTime": _ms(now),
         "Tags": {t["Key"]: t["Value"] for t in job.tags or []},
     }
+    if getattr(job, "failure_reason", None):
+        detail["FailureReason"] = job.failure_reason
     if job.training_job_status in TERMINAL:
         start, end = times.get("training"), times.get("ended", now)
-        seconds = int(end - start) if start is not None else 0
+        seconds = _trained(times, now)
         detail.update(
             TrainingEndTime=_ms(end),
             TrainingTimeInSeconds=seconds,
@@ -156,6 +169,12 @@ def training_job_event(job: Any, times: dict[str, float], now: float) -> dict[st
         "resources": [job.arn],
         "detail": detail,
     }
+
+
+def _trained(times: dict[str, float], now: float) -> int:
+    """Seconds from ``Training`` to the end (0 if it never trained)."""
+    start, end = times.get("training"), times.get("ended", now)
+    return int(end - start) if start is not None else 0
 
 
 def _ms(seconds: float) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 from ftl_events.ownership import owner_of
 from jobmodel import queue_state, training_state
 from jobmodel._rules import JOB_NAME_RE
+from jobmodel.attempts import ATTEMPT_HINT
 from jobmodel.chain import ledger_job_of_attempt
 from jobmodel.names import JOB_NAME_TAG_KEY
 
@@ -82,6 +83,8 @@ def _sagemaker(detail: dict[str, Any], when_ms: int | None, event_id: str | None
         # Batch may cut the job's name to fit its own into SageMaker's 63 characters: the
         # payload's ftl:job-name tag names the ledger job whatever Batch called it.
         job_name = _tag(detail.get("Tags"), JOB_NAME_TAG_KEY) or job_name
+        # A capacity chain's later attempt is its own service job, tagged <job>-a<n>.
+        job_name, update[ATTEMPT_HINT] = ledger_job_of_attempt(job_name)
         # Batch created this training job when it took the job off the queue: its creation
         # time ends the wait when SageMaker's event arrives before Batch's SCHEDULED one.
         created = training_state.epoch_ms(detail.get("CreationTime"))
@@ -99,7 +102,8 @@ def _batch(detail: dict[str, Any], event_id: str | None) -> Observation:
     if not isinstance(name, str) or not JOB_NAME_RE.fullmatch(name):
         raise ValueError("jobName is not a job name of this platform")
     update = queue_state.from_service_job(detail).fields()
-    name, _ = ledger_job_of_attempt(name)  # a capacity chain's later attempt: <job>-a<n>
+    # A capacity chain's later attempt is a service job of its own, named <job>-a<n>.
+    name, update[ATTEMPT_HINT] = ledger_job_of_attempt(name)
     return Observation(job_name=name, update=update, event_id=event_id, owner=owner_of(detail))
 
 

@@ -134,7 +134,10 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
         if job["status"] in TERMINAL_STATUSES or job["status"] == SUBMITTING:
             return job, None
         if is_queued_job(job):
-            return self._refresh_queued(job)
+            job, position = self._refresh_queued(job)
+            if job.get("chain_pending"):  # its attempt ended for want of capacity
+                return self._advance(job), None
+            return job, position
         described = self._describe_remote(A.current_training_job(job))
         if described is not None:
             update = from_training_job(described)

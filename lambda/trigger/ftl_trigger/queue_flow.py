@@ -22,6 +22,8 @@ from ftl_trigger.backend_queue import epoch_ms, is_queued_job
 from ftl_trigger.identity import Caller
 from ftl_trigger.queue_look import QueueLook, QueueSpot
 from jobmodel import TERMINAL_STATUSES, NotFound, UpstreamError
+from jobmodel import attempts as A
+from jobmodel.chain import capacity_failure, ledger_job_of_attempt
 from jobmodel.contract import Status
 from jobmodel.job import Change, ChangeFor
 from jobmodel.queue_state import classify_reason, waited_seconds
@@ -56,7 +58,10 @@ class QueueFlow:
         its training job), then from SageMaker. Returns the record and, while it is
         ``Queued``, its place in the queue with the estimated start."""
         position = None
-        asks_batch = job["status"] in WAITING or not job.get("training_job_name")
+        if not job.get("batch_job_id"):  # a chain's next attempt, its service job not yet known
+            return job, None
+        # A capacity chain's attempt is a service job of its own: always asked (module doc).
+        asks_batch = job["status"] in WAITING or not job.get("training_job_name") or A.chained(job)
         if asks_batch and self.rt.batch is not None:  # None: the platform went back to direct
             try:
                 state = service_jobs.describe(
@@ -68,7 +73,9 @@ class QueueFlow:
             except NotFound:  # Batch forgot the job: the ledger is all there is
                 LOG.warning("Batch has no job %s for %s", job["batch_job_id"], job["job_name"])
                 return job, None
-            state.pop("job_name", None)
+            batch_name = state.pop("job_name", None)
+            if A.chained(job):
+                return self._refresh_attempt(job, state, str(batch_name or "")), None
             job = self._write(job, Change(state, {"job_arn": state.get("training_job_arn")}))
             if job["status"] == "Queued":  # one snapshot: the position and the estimate
                 position = QueueLook(self.rt, self.ledger).spot(job)
@@ -81,6 +88,36 @@ class QueueFlow:
             update = {**from_training_job(described), "status_observed_ms": epoch_ms(self.rt.now())}
             job = self._write(job, Change(update))
         return job, position
+
+    def _refresh_attempt(
+        self, job: dict[str, Any], state: dict[str, Any], batch_name: str
+    ) -> dict[str, Any]:
+        """A chained job's current service job (``state``: Batch's word on it), then the
+        training job Batch made of it, each through the chain's rules (``jobmodel.attempts``).
+        Batch's own retries stay: SageMaker's Failed of one try is not the attempt's end;
+        Batch's FAILED is, and SageMaker's reason then says whether it was for want of
+        capacity (Batch's reason may only say the training job failed)."""
+        _, attempt = ledger_job_of_attempt(batch_name) if batch_name else (None, None)
+        name = state.get("training_job_name")
+        view = None
+        if name and state["status"] != "Queued":
+            described = self._describe_remote(str(name))
+            if described is not None:
+                view = {
+                    **from_training_job(described),
+                    "status_observed_ms": state["status_observed_ms"],
+                }
+        ended = state["status"] in TERMINAL_STATUSES
+        if view is not None and ended:
+            state = {**state, **_capacity_word(state, view)}
+            state["billable_seconds"] = view.get("billable_seconds")  # the attempt's cost
+        hint = {A.ATTEMPT_HINT: attempt} if attempt is not None else {}
+        job = self._write(job, _chained(state, hint))
+        if view is not None and not job.get("chain_pending"):
+            if view["status"] == "Failed" and not ended:  # Batch may retry: its FAILED decides
+                view["status"] = str(Status.IN_PROGRESS)
+            job = self._write(job, _chained(view, hint))
+        return job
 
     # ------------------------------------------------------------------ stop
     def _stop_queued(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -154,3 +191,29 @@ class QueueFlow:
         now_ms = epoch_ms(self.rt.now()) if job["status"] == "Queued" else None
         seconds = waited_seconds(job, now_ms=now_ms)
         return None if seconds is None else round(seconds, 3)
+
+
+def _chained(update: Mapping[str, Any], hint: Mapping[str, Any]) -> ChangeFor:
+    """A chained job's observation through the chain's rules, with the training job's ARN
+    set once as for every queued job."""
+
+    def change(current: Mapping[str, Any]) -> Change:
+        made = A.change_for(current, {**update, **hint})
+        arn = update.get("training_job_arn")
+        return Change(
+            made.observation, {"job_arn": arn} if arn else {}, made.also, spend=made.spend
+        )
+
+    return change
+
+
+def _capacity_word(state: Mapping[str, Any], view: Mapping[str, Any]) -> dict[str, Any]:
+    """What SageMaker says of an attempt Batch ended, when it ended for want of capacity
+    (a spot wait that ran out, an insufficient-capacity failure): its reason and secondary
+    status join Batch's word; nothing otherwise."""
+    if capacity_failure(state) is not None or capacity_failure(view) is None:
+        return {}
+    out = {"secondary_status": view.get("secondary_status")}
+    if view.get("failure_reason"):
+        out["failure_reason"] = view["failure_reason"]
+    return out
