@@ -219,6 +219,64 @@ def test_events_of_other_platforms_jobs_reach_only_their_own_rules(deployed, que
     assert {d.target for d in queue.pump.drain()} == {events_fn}
 
 
+def test_a_chained_job_without_spot_capacity_moves_on_to_a_new_service_job(deployed, queue):
+    """Issue 20 in queue mode, deployed: a capacity chain's spot attempt is a service job;
+    when SageMaker ends its training job for want of spot capacity, the deployed job-events
+    function hears it (Batch's FAILED), asks the trigger's chain alias, and the on-demand step
+    is a new service job. The stand-in's training jobs are moto's (the SageMaker capacity
+    stand-in is not on their path): SageMaker's own word on the spot wait that ran out
+    (``Stopped``/``MaxWaitTimeExceeded``) is put on the training job, as SageMaker reports it."""
+    lam, standin = deployed.client("lambda"), deployed.sandbox.batch
+    trigger = queue.output("TriggerFunctionName")
+
+    def call(event):
+        reply = lam.invoke(FunctionName=trigger, Payload=json.dumps(event).encode())
+        body = json.loads(reply["Payload"].read())
+        assert "FunctionError" not in reply and "error" not in body, body
+        return body
+
+    def service_jobs(name):
+        return sorted(
+            (j for j in standin.jobs.values() if j.name in (name, f"{name}-a2")),
+            key=lambda j: j.created,
+        )
+
+    job = call(
+        {
+            "template": "distilbert-chain",
+            "job_name": "qchain",
+            "instance_type": "ml.g5.xlarge",
+            "capacity": ["spot", "on-demand"],
+        }
+    )
+    name = job["job_name"]
+    assert job["status"] == "Queued" and job["attempt"] == 1, job
+    (first,) = service_jobs(name)
+    assert first.status == "SCHEDULED" and first.request["retryStrategy"]["attempts"] == 3
+    spot = first.training_arn.rsplit("/", 1)[1]
+    standin.run_training_job(spot)
+    standin.finish_training_job(spot, "Stopped", secondary="MaxWaitTimeExceeded")
+    queue.pump.drain()  # SageMaker's Stopped and Batch's FAILED reach the job-events function
+    first_, second = service_jobs(name)
+    assert first_ is first and first.status == "FAILED"
+    assert second.request["jobName"] == f"{name}-a2" and second.job_id != first.job_id
+    sent = json.loads(second.request["serviceRequestPayload"])
+    assert sent["EnableManagedSpotTraining"] is False
+    assert sent["ResourceConfig"]["InstancePreferences"][0]["InstanceType"] == "ml.g5.xlarge"
+    job = call({"action": "describe", "job_name": name})
+    assert job["attempt"] == 2 and job["batch_job_id"] == second.job_id, job
+    assert "MaxWaitTimeExceeded" in job["attempts"][0]["reason"]
+    standin.run_training_job(second.training_arn.rsplit("/", 1)[1])
+    standin.finish_training_job(second.training_arn.rsplit("/", 1)[1], "Completed")
+    queue.pump.drain()
+    job = call({"action": "describe", "job_name": name})
+    assert job["status"] == "Completed", job
+    # SageMaker's Stopped moved the chain on (Batch, which reports it FAILED, was late)
+    assert [a["status"] for a in job["attempts"]] == ["Stopped", "Completed"]
+    assert job["attempts"][0]["billable_seconds"] is not None
+    assert len(service_jobs(name)) == 2
+
+
 def test_the_trigger_queues_the_third_job_and_starts_it_when_one_ends(deployed, queue):
     """docs/QUEUE.md's contract through the deployed trigger: with capacity 4, three 2-instance
     jobs: the third is Queued with a reason and a position, and starts when one ends."""

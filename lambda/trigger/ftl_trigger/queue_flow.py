@@ -213,7 +213,9 @@ def _capacity_word(state: Mapping[str, Any], view: Mapping[str, Any]) -> dict[st
     status join Batch's word; nothing otherwise."""
     if capacity_failure(state) is not None or capacity_failure(view) is None:
         return {}
-    out = {"secondary_status": view.get("secondary_status")}
+    # SageMaker's status too (Batch reports a stopped training job as FAILED), as its event
+    # would have recorded it.
+    out = {"status": view["status"], "secondary_status": view.get("secondary_status")}
     if view.get("failure_reason"):
         out["failure_reason"] = view["failure_reason"]
     return out
