@@ -190,6 +190,7 @@ DETAIL_ORDER = (
     "instance_type",
     "instance_count",
     "spot",
+    "capacity",
     "created_at",
     "requested_by",
     "training_seconds",

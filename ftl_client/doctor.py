@@ -3,15 +3,19 @@
 It reads, with the caller's credentials: the launcher stack's outputs and the foundation
 stack's (``cloudformation:DescribeStacks``; absent: the before-deploy report), the account's
 SageMaker quotas (``servicequotas:ListServiceQuotas``), queue mode's service-linked role
-(``iam:GetRole``) and, against a deployment, the ``templates`` action and one dry run per
-template (prices; the launcher writes nothing for a dry run). It changes nothing. The checks
+(``iam:GetRole``), the CDK bootstrap's version (``ssm:GetParameter``; the account for the
+bootstrap command from ``sts:GetCallerIdentity``, which needs no permission) and, against a
+deployment, the ``templates`` action and one dry run per template (prices; the launcher writes
+nothing for a dry run). It changes nothing. The checks
 themselves are ``ftl_client.doctor_checks``; docs/CLIENT.md lists them and the exit codes.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -21,7 +25,13 @@ from ftl_client.client import LauncherClient, LauncherError
 from ftl_client.errors import aws_code
 from jobmodel import service_quotas as SQ
 from jobmodel.catalog import shipped_catalog
-from jobmodel.names import PLATFORM_VERSION, VERSION_OUTPUT
+from jobmodel.names import (
+    CDK_DEFAULT_QUALIFIER,
+    CDK_QUALIFIER_CONTEXT,
+    PLATFORM_VERSION,
+    VERSION_OUTPUT,
+    cdk_bootstrap_parameter,
+)
 
 MAX_PAGES = 50
 
@@ -73,6 +83,7 @@ def run(client: LauncherClient) -> Report:
         report.findings += D.region_findings(report.region, templates, queue=None)
     report.findings += _quotas(client, templates)
     report.findings.append(_slr(client, queue))
+    report.findings.append(_bootstrap(client, report.region))
     report.findings += _prices(client, templates) if deployed else [_prices_before_deploy()]
     return report
 
@@ -136,6 +147,33 @@ def _slr(client: LauncherClient, queue: bool | None) -> D.Finding:
     except BotoCoreError as exc:
         return D.slr_finding(None, f"iam:GetRole: {exc}", queue=queue)
     return D.slr_finding(True, None, queue=queue)
+
+
+def qualifier(cdk_json: Path = Path("cdk.json")) -> str:
+    """The bootstrap qualifier the app synthesizes with: ``cdk.json``'s context (in the
+    directory doctor runs in, as ``cdk deploy`` reads it), else the CDK's default."""
+    try:
+        context = json.loads(cdk_json.read_text()).get("context") or {}
+    except (OSError, ValueError, AttributeError):
+        return CDK_DEFAULT_QUALIFIER
+    return str(context.get(CDK_QUALIFIER_CONTEXT) or CDK_DEFAULT_QUALIFIER)
+
+
+def _bootstrap(client: LauncherClient, region: str) -> D.Finding:
+    parameter = cdk_bootstrap_parameter(qualifier())
+    try:
+        account: str | None = client._client("sts").get_caller_identity()["Account"]
+    except (ClientError, BotoCoreError):
+        account = None  # the command then names <account>
+    version = error = None
+    try:
+        version = client._client("ssm").get_parameter(Name=parameter)["Parameter"]["Value"]
+    except ClientError as exc:
+        if aws_code(exc) != "ParameterNotFound":
+            error = f"ssm:GetParameter: {aws_code(exc)}"
+    except BotoCoreError as exc:
+        error = f"ssm:GetParameter: {exc}"
+    return D.bootstrap_finding(parameter, version, error, account=account, region=region)
 
 
 def _prices(client: LauncherClient, templates: Sequence[Mapping[str, Any]]) -> list[D.Finding]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from jobmodel import regions
 from jobmodel import service_quotas as SQ
-from jobmodel.names import BATCH_SLR, BATCH_SLR_SERVICE
+from jobmodel.names import BATCH_SLR, BATCH_SLR_SERVICE, CDK_MIN_BOOTSTRAP_VERSION
 
 OK, WARN, BLOCK, UNKNOWN = "ok", "warn", "block", "unknown"
 
@@ -164,6 +164,33 @@ def slr_finding(found: bool | None, error: str | None, *, queue: bool | None) ->
         return Finding("service-linked role", BATCH_SLR, OK, "exists")
     status = BLOCK if queue else WARN
     return Finding("service-linked role", BATCH_SLR, status, "absent (queue mode needs it)", create)
+
+
+def bootstrap_finding(
+    parameter: str, version: str | None, error: str | None, *, account: str | None, region: str
+) -> Finding:
+    """The CDK bootstrap's version (``ssm:GetParameter`` on ``parameter``, the one the
+    synthesized templates' ``CheckBootstrapVersion`` rule reads): ``version`` None and no
+    ``error`` when the parameter is absent, ``error`` when it could not be read."""
+    command = f"npx cdk bootstrap aws://{account or '<account>'}/{region}"
+    data = {"parameter": parameter, "minimum": CDK_MIN_BOOTSTRAP_VERSION}
+    if error is not None:
+        return Finding("bootstrap", parameter, UNKNOWN, f"not readable: {error}", None, data)
+    if version is None:
+        message = f"not bootstrapped for the CDK: no {parameter} (cdk deploy would fail)"
+        return Finding("bootstrap", parameter, BLOCK, message, command, data)
+    data = {**data, "version": version}
+    if not version.isdigit():
+        message = f"bootstrap version {version!r} is not a number"
+        return Finding("bootstrap", parameter, UNKNOWN, message, command, data)
+    if int(version) < CDK_MIN_BOOTSTRAP_VERSION:
+        message = (
+            f"bootstrap version {version} is older than the {CDK_MIN_BOOTSTRAP_VERSION} the "
+            "stacks require (their CheckBootstrapVersion rule fails the deploy)"
+        )
+        return Finding("bootstrap", parameter, BLOCK, message, command, data)
+    message = f"bootstrap version {version} (the stacks need {CDK_MIN_BOOTSTRAP_VERSION} or later)"
+    return Finding("bootstrap", parameter, OK, message, None, data)
 
 
 def exit_status(findings: Iterable[Finding]) -> int:

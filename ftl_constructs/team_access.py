@@ -25,7 +25,10 @@ from jobmodel.names import (
     ADMIN_ALIAS,
     BATCH_SLR,
     BATCH_SLR_SERVICE,
+    CDK_DEFAULT_QUALIFIER,
+    CDK_QUALIFIER_CONTEXT,
     TRAINING_LOG_GROUP,
+    cdk_bootstrap_parameter,
     team_alias_name,
 )
 from jobmodel.routes import Route
@@ -163,7 +166,7 @@ class TeamAccess(Construct):
     def _preflight(self, policy: iam.ManagedPolicy, stack: Stack) -> None:
         """``ftl doctor``'s reads for the admins: the foundation stack's outputs (versions),
         the account's SageMaker quotas (no resource type or condition key in the SAR: "*")
-        and queue mode's service-linked role."""
+        queue mode's service-linked role and the CDK bootstrap's version parameter."""
         foundation = stack.format_arn(
             service="cloudformation",
             resource="stack",
@@ -175,7 +178,16 @@ class TeamAccess(Construct):
             resource="role",
             resource_name=f"aws-service-role/{BATCH_SLR_SERVICE}/{BATCH_SLR}",
         )
+        qualifier = stack.node.try_get_context(CDK_QUALIFIER_CONTEXT) or CDK_DEFAULT_QUALIFIER
+        bootstrap = stack.format_arn(
+            service="ssm",
+            resource="parameter",
+            resource_name=cdk_bootstrap_parameter(qualifier).lstrip("/"),
+        )
         policy.add_statements(
+            iam.PolicyStatement(
+                sid="PreflightBootstrap", actions=["ssm:GetParameter"], resources=[bootstrap]
+            ),
             iam.PolicyStatement(
                 sid="PreflightReads",
                 actions=["cloudformation:DescribeStacks"],

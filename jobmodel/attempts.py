@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from .capacity import SPOT
 from .chain import attempt_name, capacity_failure, ledger_job_of_attempt
 from .contract import TERMINAL_STATUSES, Status
 from .job import Change
@@ -304,7 +305,7 @@ def failed_start_change(job: Mapping[str, Any], reason: str, now_ms: int) -> Cha
 
 def view_fields(job: Mapping[str, Any]) -> dict[str, Any]:
     """The contract's chain fields of a chained job (describe, list, status): its steps, the
-    current attempt and every attempt with its cost."""
+    current attempt (its kind as ``capacity`` and ``spot``) and every attempt with its cost."""
     entries = []
     for entry in job.get("attempts") or []:
         shown = {
@@ -328,7 +329,13 @@ def view_fields(job: Mapping[str, Any]) -> dict[str, Any]:
         if entry.get("reason"):
             shown["reason"] = entry["reason"]
         entries.append(shown)
+    attempt = int(job.get("attempt") or 1)
+    kind = str(job["chain"][min(attempt, len(job["chain"])) - 1]["kind"])
     return {
+        # the current attempt's kind, as the job's other top-level fields are the current
+        # attempt's: ``spot`` is true only while the job runs (or waits) on spot
+        "capacity": kind,
+        "spot": kind == SPOT,
         "capacity_chain": [s["kind"] for s in job["chain"]],
         "attempt": job.get("attempt"),
         "attempts": entries,

@@ -159,3 +159,15 @@ VERSION_OUTPUT = "PlatformVersion"
 # Queue mode's service-linked role (AWS Batch creates training jobs with it; ftl doctor checks it).
 BATCH_SLR = "AWSServiceRoleForAWSBatchWithSagemaker"
 BATCH_SLR_SERVICE = "sagemaker-queuing.batch.amazonaws.com"
+# CDK bootstrap (ftl doctor checks it): the synthesizer's default qualifier (cdk.json's
+# ``@aws-cdk/core:bootstrapQualifier`` overrides it), the SSM parameter the bootstrap stack
+# writes its version to, and the lowest version the synthesized templates accept (their
+# ``CheckBootstrapVersion`` rule; tests/infra/test_bootstrap_version.py pins both to aws-cdk-lib).
+CDK_DEFAULT_QUALIFIER = "hnb659fds"
+CDK_QUALIFIER_CONTEXT = "@aws-cdk/core:bootstrapQualifier"
+CDK_MIN_BOOTSTRAP_VERSION = 6
+
+
+def cdk_bootstrap_parameter(qualifier: str) -> str:
+    """The bootstrap version's SSM parameter name, as the synthesized templates read it."""
+    return f"/cdk-bootstrap/{qualifier}/version"

@@ -5,7 +5,10 @@ move it forward instead of sleeping (a head-of-queue time limit, a job's run tim
 stands still until :meth:`SimClock.advance`; ``frozen=False`` follows wall time plus what was
 advanced, so a stand-in already running on wall time never sees time go backwards.
 :func:`use_clock` puts a clock on a stand-in and its SageMaker (both stamp events) for the
-length of a ``with`` block.
+length of a ``with`` block. :func:`functions_on_clock` gives the same clock to the deployed
+functions the sandbox runs in-process (their ``RUNTIME.now``), so what the trigger stamps
+(a job's ``created_at``, an attempt's claimed start) and what a stand-in reports (a training
+job's start and end) are read from one clock.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -54,3 +58,34 @@ def use_clock(standin: Any, clock: Callable[[], float]) -> Iterator[Callable[[],
         yield clock
     finally:
         standin.clock, standin.sagemaker.clock = before
+
+
+# The clock the in-process deployed functions read while ``functions_on_clock`` is on, and the
+# wall clock each function's runtime had before (put back when it is off).
+_FUNCTION_CLOCK: list[Callable[[], datetime]] = []
+_WALL: dict[int, Callable[[], datetime]] = {}
+
+
+@contextmanager
+def functions_on_clock(clock: Callable[[], float]) -> Iterator[None]:
+    """Inside the block, every deployed function invoked in-process reads ``clock`` (seconds
+    since the epoch) as its runtime's ``now``; the trigger takes all its times from it."""
+    _FUNCTION_CLOCK[:] = [lambda: datetime.fromtimestamp(clock(), UTC)]
+    try:
+        yield
+    finally:
+        _FUNCTION_CLOCK.clear()
+
+
+def apply_function_clock(handler: Any) -> None:
+    """Before an in-process invoke (``sandbox/server.py``): put the handler module's
+    ``RUNTIME.now`` on the clock of :func:`functions_on_clock`, or back on its own."""
+    runtime = getattr(handler, "__globals__", {}).get("RUNTIME")
+    if runtime is None or not hasattr(runtime, "now"):
+        return
+    key = id(runtime)
+    if _FUNCTION_CLOCK:
+        _WALL.setdefault(key, runtime.now)
+        runtime.now = _FUNCTION_CLOCK[0]
+    elif key in _WALL:
+        runtime.now = _WALL.pop(key)

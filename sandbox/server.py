@@ -294,6 +294,7 @@ _IMPORT_LOCK = threading.Lock()
 
 
 def _invoke_in_process(fn: Any, event: Any = None) -> tuple[str, bool, str]:
+    from sandbox.clock import apply_function_clock
     from sandbox.runner import Context, load_zip_handler
 
     # A new code zip or a new environment (an upgrade's second deploy) is a new execution
@@ -312,6 +313,7 @@ def _invoke_in_process(fn: Any, event: Any = None) -> tuple[str, bool, str]:
             }
             _LOADED[key] = load_zip_handler(fn.code_bytes, fn.handler, env)
     handler = _LOADED[key]
+    apply_function_clock(handler)  # the demo's simulated time, when it set one
     context = Context(fn.function_name)
     context.invoked_function_arn = getattr(_INVOKED, "arn", None) or context.invoked_function_arn
     _INVOKED.arn = None

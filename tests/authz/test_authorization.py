@@ -684,8 +684,8 @@ def test_regression_one_log_grant_for_every_stream_lets_a_team_write_anothers_lo
 def test_the_admins_preflight_reads_are_allowed(name, authz_sandbox):
     """``ftl doctor`` run by an admin against the deployment: its recorded calls (stack
     outputs of both stacks, the quotas from the sandbox's Service Quotas stand-in, the
-    service-linked role, the launcher through the admin alias) are allowed by the admins'
-    managed policy."""
+    service-linked role, the CDK bootstrap's version parameter, the caller's account, the
+    launcher through the admin alias) are allowed by the admins' managed policy."""
     import io
 
     import boto3
@@ -715,11 +715,19 @@ def test_the_admins_preflight_reads_are_allowed(name, authz_sandbox):
     def role(**_):
         return Http(), {"Role": {"RoleName": "AWSServiceRoleForAWSBatchWithSagemaker"}}
 
+    def bootstrap(**_):
+        return Http(), {"Parameter": {"Name": "/cdk-bootstrap/hnb659fds/version", "Value": "30"}}
+
+    def identity(**_):
+        return Http(), {"Account": ACCOUNT, "Arn": "arn:aws:sts::x", "UserId": "u"}
+
     clients = {}
     for service, handlers in (
         ("lambda", {"Invoke": invoke}),
         ("cloudformation", {"DescribeStacks": stacks}),
         ("iam", {"GetRole": role}),
+        ("ssm", {"GetParameter": bootstrap}),
+        ("sts", {"GetCallerIdentity": identity}),
         ("service-quotas", {}),
     ):
         endpoint = authz_sandbox.endpoint if not handlers else "http://localhost:9"
@@ -745,9 +753,12 @@ def test_the_admins_preflight_reads_are_allowed(name, authz_sandbox):
         "cloudformation:DescribeStacks",
         "servicequotas:ListServiceQuotas",
         "iam:GetRole",
+        "ssm:GetParameter",
+        "sts:GetCallerIdentity",
         "lambda:Invoke",
     }, ops
     assert any(f.check == "quota" and f.status == "ok" for f in report.findings)
+    assert any(f.check == "bootstrap" and f.status == "ok" for f in report.findings)
     principal = f"arn:aws:iam::{ACCOUNT}:role/platform-admin"
     requests = [
         r for c in calls for r in d.mapper.requests(principal, c.service, c.operation, c.params)

@@ -10,7 +10,7 @@ from contextlib import redirect_stdout
 import boto3
 from botocore.stub import Stubber
 
-from ftl_client import LauncherClient
+from ftl_client import LauncherClient, doctor
 from ftl_client import doctor_checks as D
 from ftl_client.cli import main
 from jobmodel import service_quotas as SQ
@@ -84,6 +84,61 @@ def _stubbed(service):
     return c, Stubber(c)
 
 
+PARAMETER = "/cdk-bootstrap/hnb659fds/version"  # cdk.json sets no qualifier: the CDK's default
+
+
+def _parameter(value):
+    return {"Parameter": {"Name": PARAMETER, "Type": "String", "Value": value, "Version": 1}}
+
+
+def _identity():
+    sts, stub = _stubbed("sts")
+    answer = {"Account": "123456789012", "Arn": "arn:aws:iam::123456789012:user/u", "UserId": "U"}
+    stub.add_response("get_caller_identity", answer, {})
+    return sts, stub
+
+
+def _bootstrap(ssm_answer):
+    """doctor's bootstrap finding for one stubbed GetParameter answer."""
+    sts, sts_stub = _identity()
+    ssm, ssm_stub = _stubbed("ssm")
+    if isinstance(ssm_answer, str):
+        ssm_stub.add_client_error(
+            "get_parameter", ssm_answer, "no", 400, expected_params={"Name": PARAMETER}
+        )
+    else:
+        ssm_stub.add_response("get_parameter", ssm_answer, {"Name": PARAMETER})
+    client = LauncherClient(region=REGION, clients={"sts": sts, "ssm": ssm})
+    with sts_stub, ssm_stub:
+        finding = doctor._bootstrap(client, REGION)
+    ssm_stub.assert_no_pending_responses()
+    return finding
+
+
+def test_an_account_not_bootstrapped_or_bootstrapped_too_old_blocks_with_the_command():
+    command = "npx cdk bootstrap aws://123456789012/us-east-1"
+    absent = _bootstrap("ParameterNotFound")
+    assert absent.status == D.BLOCK and absent.action == command
+    assert f"no {PARAMETER}" in absent.message
+    old = _bootstrap(_parameter("5"))
+    assert old.status == D.BLOCK and old.action == command
+    assert "older than the 6 the stacks require" in old.message
+    assert D.exit_status([old]) == 4
+    assert _bootstrap(_parameter("6")).status == D.OK
+    denied = _bootstrap("AccessDeniedException")
+    assert denied.status == D.UNKNOWN
+    assert "ssm:GetParameter: AccessDeniedException" in denied.message
+
+
+def test_the_qualifier_comes_from_cdk_json_else_the_default(tmp_path):
+    cdk_json = tmp_path / "cdk.json"
+    assert doctor.qualifier(cdk_json) == "hnb659fds"  # no file
+    cdk_json.write_text(json.dumps({"context": {"@aws-cdk/core:bootstrapQualifier": "ftl123"}}))
+    assert doctor.qualifier(cdk_json) == "ftl123"
+    cdk_json.write_text("{not json")
+    assert doctor.qualifier(cdk_json) == "hnb659fds"
+
+
 def test_before_deploy_the_shipped_catalog_is_checked_and_p5_blocks():
     cfn, cfn_stub = _stubbed("cloudformation")
     sq, sq_stub = _stubbed("service-quotas")
@@ -106,11 +161,13 @@ def test_before_deploy_the_shipped_catalog_is_checked_and_p5_blocks():
         "list_service_quotas", {"Quotas": entries[5:]}, {**first, "NextToken": "n"}
     )
     iam_stub.add_client_error("get_role", "NoSuchEntity", "no", 404)
-    client = LauncherClient(
-        region=REGION, clients={"cloudformation": cfn, "service-quotas": sq, "iam": iam}
-    )
+    sts, sts_stub = _identity()
+    ssm, ssm_stub = _stubbed("ssm")
+    ssm_stub.add_response("get_parameter", _parameter("30"), {"Name": PARAMETER})
+    clients = {"cloudformation": cfn, "service-quotas": sq, "iam": iam, "sts": sts, "ssm": ssm}
+    client = LauncherClient(region=REGION, clients=clients)
     out = io.StringIO()
-    with cfn_stub, sq_stub, iam_stub, redirect_stdout(out):
+    with cfn_stub, sq_stub, iam_stub, sts_stub, ssm_stub, redirect_stdout(out):
         status = main(["doctor", "--json"], client=client)
     report = json.loads(out.getvalue())
     assert status == report["exit_status"] == 4 and report["deployed"] is False
@@ -124,3 +181,5 @@ def test_before_deploy_the_shipped_catalog_is_checked_and_p5_blocks():
     assert "--quota-code L-P5" in p5["action"]
     checks = {f["check"] for f in report["findings"]}
     assert checks >= {"deployment", "region", "image", "quota", "service-linked role", "price"}
+    (boot,) = [f for f in report["findings"] if f["check"] == "bootstrap"]
+    assert boot["status"] == "ok" and boot["version"] == "30" and boot["minimum"] == 6

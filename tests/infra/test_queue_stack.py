@@ -214,8 +214,13 @@ def test_trigger_submits_to_this_queue_only_and_passes_only_the_team_roles(queue
     assert set(_actions(submit)) <= {"batch:SubmitServiceJob", "batch:TerminateServiceJob"}
     for s in statements:
         if "*" in _resources(s):
-            # Describe/ListServiceJobs take no resource type: only "*" grants them.
-            assert set(_actions(s)) <= {"batch:DescribeServiceJob", "batch:ListServiceJobs"}, s
+            # Describe/ListServiceJobs and ListServiceQuotas take no resource type: only "*"
+            # grants them.
+            assert set(_actions(s)) <= {
+                "batch:DescribeServiceJob",
+                "batch:ListServiceJobs",
+                "servicequotas:ListServiceQuotas",
+            }, s
     (passrole,) = [s for s in statements if "iam:PassRole" in _actions(s)]
     roles = _resources(passrole)
     # The team roles' ARNs come from the foundation's SSM parameters, not from exports.

@@ -167,7 +167,12 @@ def test_each_managed_policy_grants_exactly_its_alias_and_the_api_routes(launche
                 "cloudformation:DescribeStacks",
                 "iam:GetRole",
                 "servicequotas:ListServiceQuotas",
+                "ssm:GetParameter",
             ]
+            # the one parameter the templates' CheckBootstrapVersion rule reads
+            (boot,) = [s for s in preflight if s["Action"] == "ssm:GetParameter"]
+            parameter = launcher.to_json()["Parameters"]["BootstrapVersion"]["Default"]
+            assert _text(boot["Resource"]).endswith(f":parameter{parameter}")
         else:
             assert actions == []
         assert api["Action"] == "execute-api:Invoke"

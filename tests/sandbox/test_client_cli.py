@@ -295,7 +295,8 @@ def test_finding_the_launcher(deployed, ftl):
 
 def test_doctor_against_the_deployed_sandbox_shows_the_p5_shortfall(deployed, ftl):
     """``ftl doctor`` reads the deployed stacks, the Service Quotas stand-in (p5: 0 by
-    default) and IAM; a default job that can never start makes it exit 4."""
+    default), IAM and the CDK bootstrap's version; a default job that can never start makes
+    it exit 4."""
     text = ok(ftl("doctor"))
     assert "deployed platform" in text and "nothing blocks" in text
     assert "[WARN ] quota: ml.p5.48xlarge on-demand: quota 'ml.p5.48xlarge for training" in text
@@ -303,6 +304,9 @@ def test_doctor_against_the_deployed_sandbox_shows_the_p5_shortfall(deployed, ft
     assert "[ok   ] version: ftl-launcher: 0.1.0, as this client" in text
     assert "[ok   ] version: ftl-foundation: 0.1.0" in text
     assert "aws iam create-service-linked-role" in text  # moto has no such role
+    assert "iam:CreateServiceLinkedRole" in text  # what creating it needs
+    # the sandbox deploy ran `cdk bootstrap`, whose stack wrote the version parameter
+    assert "[ok   ] bootstrap: /cdk-bootstrap/hnb659fds/version: bootstrap version " in text
     quotas = deployed.sandbox.quotas
     saved = dict(quotas.values)
     quotas.set("ml.g5.xlarge", spot=0)  # distilbert-spot's default job

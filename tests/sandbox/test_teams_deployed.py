@@ -504,8 +504,12 @@ def test_dry_run_runs_every_check_and_starts_and_writes_nothing(teams):
     assert answer["job_name"].startswith("audio-dry-") and "job_arn" not in answer
     assert answer["estimated_max_cost_usd"] == PRICE_G5 * 4
     checks = {c["check"]: c for c in answer["checks"]}
-    assert list(checks) == ["validation", "team", "price", "max_instances"]
+    assert list(checks) == ["validation", "team", "price", "service_quota", "max_instances"]
     assert checks["team"]["team"] == "audio" and checks["price"]["price_usd_per_hour"] == PRICE_G5
+    # The sandbox's Service Quotas stand-in: 16 on-demand instances of each catalog type.
+    quota = checks["service_quota"]
+    assert quota["ok"] is True and quota["quota_value"] == 16, quota
+    assert quota["quota_name"] == "ml.g5.xlarge for spot training job usage", quota
     assert checks["max_instances"] == {
         "check": "max_instances",
         "ok": True,

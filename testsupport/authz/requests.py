@@ -196,6 +196,18 @@ class Mapper:
         # No resource types and no condition keys in the Service Authorization Reference.
         return [Request(p, "servicequotas:ListServiceQuotas", ("*",), {}, src)]
 
+    def _ssm_GetParameter(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        name = str(params["Name"])
+        if name.startswith("arn:"):
+            return [Request(p, "ssm:GetParameter", (name,), {}, src)]
+        arn = _arn("ssm", f"parameter/{name.lstrip('/')}")
+        return [Request(p, "ssm:GetParameter", (arn,), {}, src)]
+
+    def _sts_GetCallerIdentity(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        # "No permissions are required to perform this operation" (STS API reference): not
+        # even an explicit deny stops it, so it makes no authorization request.
+        return []
+
     def _iam_GetRole(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
         name = params["RoleName"]
         path = (
