@@ -56,8 +56,9 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
 
 def _advance(job_name: str) -> None:
     """A capacity chain's attempt ended for want of capacity: ask the trigger's ``chain``
-    alias to start the next attempt (asynchronously). A failure is logged: describe and stop
-    start a pending attempt too (docs/API.md, Capacity)."""
+    alias to start the next attempt (asynchronously). A failure is logged: describe starts a
+    pending attempt too, and a stop stops the job between the attempts (docs/API.md,
+    Capacity)."""
     if not RUNTIME.chain_function or RUNTIME.lambda_client is None:
         return
     try:

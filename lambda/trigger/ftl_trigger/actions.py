@@ -120,29 +120,32 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
         job, position = self._fresh(name, caller)
         return self._view(job, detail=True, position=position)
 
-    def _fresh(self, name: str, caller: Caller) -> tuple[dict[str, Any], QueueSpot | None]:
+    def _fresh(
+        self, name: str, caller: Caller, *, advance: bool = True
+    ) -> tuple[dict[str, Any], QueueSpot | None]:
         """The caller's job brought up to date from AWS, and its queue position (queue mode,
-        while Batch reports one)."""
+        while Batch reports one). ``advance``: start a capacity chain's pending attempt (a
+        stop does not: it stops the job between the two attempts)."""
         job = self._ledger_call(self.ledger.get_job, name)
         if job is None or not caller.sees(job):
             # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
         if job["status"] == SUBMITTING:
             job = self._recover_submitting(job)
-        if job.get("chain_pending") and job["status"] not in TERMINAL_STATUSES:
+        if advance and job.get("chain_pending") and job["status"] not in TERMINAL_STATUSES:
             job = self._advance(job)  # a capacity chain's next attempt not started yet
         if job["status"] in TERMINAL_STATUSES or job["status"] == SUBMITTING:
             return job, None
         if is_queued_job(job):
             job, position = self._refresh_queued(job)
-            if job.get("chain_pending"):  # its attempt ended for want of capacity
+            if advance and job.get("chain_pending"):  # it ended for want of capacity
                 return self._advance(job), None
             return job, position
         described = self._describe_remote(A.current_training_job(job))
         if described is not None:
             update = from_training_job(described)
             job = self._write(job, lambda current: A.change_for(current, update))
-            if job.get("chain_pending"):
+            if advance and job.get("chain_pending"):
                 job = self._advance(job)
         return job, None
 
@@ -176,7 +179,7 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
 
     # ------------------------------------------------------------------ stop
     def stop(self, name: str, caller: Caller) -> dict[str, Any]:
-        job, position = self._fresh(name, caller)
+        job, position = self._fresh(name, caller, advance=False)
         if job["status"] in TERMINAL_STATUSES or job["status"] == "Stopping":
             return self._view(job, detail=True, position=position)
         if job["status"] == SUBMITTING:

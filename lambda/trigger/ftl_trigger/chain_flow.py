@@ -6,8 +6,9 @@ for (``ftl_trigger.backend``), so both schedulers run chains: in direct mode an 
 ``CreateTrainingJob``, in queue mode a new Batch service job (Batch's own retries of one
 attempt stay). An attempt that could not get capacity, when it fails to start or when
 SageMaker ends it for want of capacity (``jobmodel.attempts``), leaves the next one pending;
-:meth:`ChainFlow._advance` starts it: at once after a failed start, from describe, status and
-stop, and when the job-events function asks (the ``advance`` action, door ``chain``).
+:meth:`ChainFlow._advance` starts it: at once after a failed start, from describe and status,
+and when the job-events function asks (the ``advance`` action, door ``chain``); a stop stops
+the job between the two attempts instead.
 """
 
 from __future__ import annotations

@@ -254,6 +254,24 @@ def test_stop_mid_chain_terminates_the_current_service_job(chained, clock):
     assert len(chained.batch_jobs()) == 2  # nothing else queued
 
 
+@pytest.mark.parametrize("ending", [NO_SPOT, NO_CAPACITY])
+def test_a_stop_after_an_attempt_ended_for_capacity_queues_no_next_one(chained, clock, ending):
+    """The stop's own look finds the attempt ended for want of capacity: the job stops
+    between the two attempts (it started the next service job and terminated it at once)."""
+    name = submit(chained)["job_name"]
+    (first,) = chained.batch_jobs()
+    status = "Stopped" if ending is NO_SPOT else "Failed"
+    end_attempt(chained, clock, first, ran_s=120, status=status, **ending)
+    stopped = chained({"action": "stop", "job_name": name})
+    assert stopped["status"] == "Stopped" and stopped["attempt"] == 2, stopped
+    assert chained.batch_jobs() == [first]  # no service job for attempt 2
+    job = describe(chained, name)
+    assert job["status"] == "Stopped" and job["next_attempt_pending"] is False
+    assert [a["status"] for a in job["attempts"]] == [status, "Stopped"]
+    assert job["attempts"][0]["cost_usd"] == pytest.approx(120 / 3600, abs=1e-4)
+    assert chained.batch_jobs() == [first]
+
+
 def test_a_bad_capacity_choice_queues_nothing(chained):
     resp = submit(chained, capacity=["gpu"])
     assert resp["error"]["field"] == "capacity"
