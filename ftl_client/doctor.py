@@ -33,8 +33,6 @@ from jobmodel.names import (
     cdk_bootstrap_parameter,
 )
 
-MAX_PAGES = 50
-
 
 @dataclass
 class Report:
@@ -118,19 +116,9 @@ def _versions(client: LauncherClient, launcher: Mapping[str, str]) -> list[D.Fin
 
 def _quotas(client: LauncherClient, templates: Sequence[Mapping[str, Any]]) -> list[D.Finding]:
     sq = client._client("service-quotas")
-    entries: list[Any] = []
-    token = None
     try:
-        for _ in range(MAX_PAGES):
-            params: dict[str, Any] = {"ServiceCode": SQ.SERVICE_CODE, "MaxResults": 100}
-            if token:
-                params["NextToken"] = token
-            page = sq.list_service_quotas(**params)
-            entries += page.get("Quotas") or []
-            token = page.get("NextToken")
-            if not token:
-                break
-    except (ClientError, BotoCoreError) as exc:
+        entries = SQ.read_all(sq.list_service_quotas)
+    except (ClientError, BotoCoreError, ValueError) as exc:
         message = f"servicequotas:ListServiceQuotas failed ({aws_code(exc) or exc})"
         return [D.Finding("quota", "sagemaker", D.UNKNOWN, message)]
     quotas = SQ.AccountQuotas.from_entries(entries)

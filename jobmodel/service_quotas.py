@@ -16,13 +16,14 @@ is short (training-plan steps run on reserved capacity and are not under these q
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from .capacity import ON_DEMAND, SPOT
 
 __all__ = [
+    "MAX_PAGES",
     "SERVICE_CODE",
     "AccountQuotas",
     "Quota",
@@ -30,11 +31,31 @@ __all__ = [
     "filter_steps",
     "increase_command",
     "quota_name",
+    "read_all",
     "shortfall",
 ]
 
 SERVICE_CODE = "sagemaker"
+MAX_PAGES = 50  # 100 quotas a page; SageMaker lists about a thousand
 CONSOLE_URL = "https://console.aws.amazon.com/servicequotas/home/services/sagemaker/quotas"
+
+
+def read_all(list_page: Callable[..., Mapping[str, Any]]) -> list[Any]:
+    """Every SageMaker quota entry, page by page. ``list_page``: a Service Quotas client's
+    ``list_service_quotas`` (the trigger's and ``ftl doctor``'s); ``ValueError`` past
+    :data:`MAX_PAGES` pages."""
+    entries: list[Any] = []
+    token: str | None = None
+    for _ in range(MAX_PAGES):
+        params: dict[str, Any] = {"ServiceCode": SERVICE_CODE, "MaxResults": 100}
+        if token:
+            params["NextToken"] = token
+        page = list_page(**params)
+        entries += page.get("Quotas") or []
+        token = page.get("NextToken")
+        if not token:
+            return entries
+    raise ValueError(f"ListServiceQuotas returned more than {MAX_PAGES} pages")
 
 
 def quota_name(instance_type: str, *, spot: bool) -> str:

@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 LOG = logging.getLogger("ftl.trigger")
 CACHE_SECONDS = 900.0
 RETRY_SECONDS = 60.0
-MAX_PAGES = 50  # 100 quotas a page; SageMaker lists about a thousand
 
 
 class LiveQuotas:
@@ -67,19 +66,7 @@ class LiveQuotas:
     def _read(self) -> list[Any]:
         if self._client is None:
             self._client = self.make_client()
-        client = self._client
-        entries: list[Any] = []
-        token: str | None = None
-        for _ in range(MAX_PAGES):
-            params: dict[str, Any] = {"ServiceCode": SQ.SERVICE_CODE, "MaxResults": 100}
-            if token:
-                params["NextToken"] = token
-            page = client.list_service_quotas(**params)
-            entries += page.get("Quotas") or []
-            token = page.get("NextToken")
-            if not token:
-                return entries
-        raise ValueError(f"ListServiceQuotas returned more than {MAX_PAGES} pages")
+        return SQ.read_all(self._client.list_service_quotas)
 
 
 class QuotaGate:
