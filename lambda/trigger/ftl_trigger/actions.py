@@ -262,7 +262,8 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
             "spot": job["spot"],
             "checkpoint_s3_uri": job["checkpoint_s3_uri"],
             "output_s3_uri": job["output_s3_uri"],
-            "console_url": self.rt.console_base + job["job_name"],
+            # The current attempt's training job (a chain's later attempts are <job>-a<n>).
+            "console_url": self.rt.console_base + A.current_training_job(job),
             "team": job.get("team"),
             "estimated_max_cost_usd": job.get("estimated_max_cost_usd"),
         }

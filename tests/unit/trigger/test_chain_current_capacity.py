@@ -21,6 +21,9 @@ def test_spot_and_capacity_follow_the_current_attempt(chain):  # noqa: F811
     job = _call(launcher, "GET", f"/jobs/{name}")
     assert job["attempt"] == 2
     assert (job["capacity"], job["spot"]) == ("on-demand", False)
+    # the console link follows the attempt's training job, as job_arn does
+    assert job["console_url"].endswith(f"#/jobs/{name}-a2")
+    assert job["job_arn"].endswith(f"training-job/{name}-a2")
     listed = _listed(launcher, name)
     assert (listed["capacity"], listed["spot"]) == ("on-demand", False)
 
