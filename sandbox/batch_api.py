@@ -22,6 +22,7 @@ from sandbox.batch import (
     Job,
     Queue,
 )
+from sandbox.json_protocol import SCOPE
 from sandbox.server import Sandbox
 
 OPERATIONS = {
@@ -31,7 +32,6 @@ OPERATIONS = {
     "/v1/terminateservicejob": "terminate",
     "/v1/getjobqueuesnapshot": "snapshot",
 }
-_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/(?P<service>[^/]+)/aws4_request")
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
@@ -165,7 +165,7 @@ def wsgi_layer(app: Any, standin: BatchStandIn) -> Any:
 
     def layer(environ: dict[str, Any], start_response: Any) -> Any:
         operation = OPERATIONS.get(environ.get("PATH_INFO", "").rstrip("/").lower())
-        scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
+        scope = SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
         if operation is None or scope is None or scope.group("service") != "batch":
             return app(environ, start_response)
         length = int(environ.get("CONTENT_LENGTH") or 0)

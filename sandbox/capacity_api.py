@@ -13,8 +13,6 @@ a request that breaks botocore's model is a ``ValidationException``.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -22,10 +20,10 @@ from typing import Any
 from botocore.exceptions import ClientError, ParamValidationError
 
 from sandbox.capacity import CapacityStandIn
+from sandbox.json_protocol import answer, read_json, signed_for
 
 __all__ = ["CapacityLayer", "capacity_layer"]
 
-_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/(?P<service>[^/]+)/aws4_request")
 _TARGETS = {
     "SageMaker.CreateTrainingJob": "create",
     "SageMaker.DescribeTrainingJob": "describe",
@@ -84,31 +82,23 @@ def capacity_layer(app: Any, layer: CapacityLayer) -> Any:
 
     def wsgi(environ: dict[str, Any], start_response: Any) -> Any:
         operation = _TARGETS.get(environ.get("HTTP_X_AMZ_TARGET", ""))
-        scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
-        if not layer.enabled or operation is None or scope is None:
+        signed = signed_for(environ)
+        if not layer.enabled or operation is None or signed is None or signed[0] != "sagemaker":
             return app(environ, start_response)
-        if scope.group("service") != "sagemaker":
-            return app(environ, start_response)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        raw = environ["wsgi.input"].read(length) or b"{}"
-        body = json.loads(raw)
+        raw, body = read_json(environ)
         if operation != "create" and body.get("TrainingJobName") not in layer.standin.jobs:
             environ["wsgi.input"] = _Replay(raw)  # a job moto holds: moto answers
             return app(environ, start_response)
         try:
-            status, out = "200 OK", _answer(layer, operation, body)
+            return answer(start_response, _answer(layer, operation, body))
         except ParamValidationError as exc:
-            status, out = "400 Bad Request", {"__type": "ValidationException", "Message": str(exc)}
+            out = {"__type": "ValidationException", "Message": str(exc)}
         except ClientError as exc:
-            error = exc.response["Error"]
-            status = "400 Bad Request"
-            out = {"__type": error["Code"], "Message": error["Message"]}
-        data = json.dumps(out).encode()
-        headers = [("Content-Type", "application/x-amz-json-1.1")]
-        if status != "200 OK":
-            headers.append(("x-amzn-ErrorType", str(out["__type"])))
-        start_response(status, [*headers, ("Content-Length", str(len(data)))])
-        return [data]
+            out = {
+                "__type": exc.response["Error"]["Code"],
+                "Message": exc.response["Error"]["Message"],
+            }
+        return answer(start_response, out, error=True)
 
     return wsgi
 

@@ -15,12 +15,12 @@ The sample prices are the sandbox's own, not AWS's: they exist to show the refre
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sandbox.json_protocol import answer, read_json, signed_for
+
 TARGET = "AWSPriceListService.GetProducts"
-_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/(?P<service>[^/]+)/aws4_request")
 _REGION_CODES = {"us-east-1": "USE1", "us-west-2": "USW2", "eu-west-1": "EU"}
 
 # Sandbox prices (USD per instance-hour): illustrative only, not AWS's.
@@ -144,22 +144,16 @@ def pricing_layer(app: Any, standin: PricingStandIn) -> Any:
     """Route ``GetProducts`` signed for ``pricing`` to the stand-in; the rest to ``app``."""
 
     def layer(environ: dict[str, Any], start_response: Any) -> Any:
-        scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
-        if scope is None or scope.group("service") != "pricing":
+        signed = signed_for(environ)
+        if signed is None or signed[0] != "pricing":
             return app(environ, start_response)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = json.loads(environ["wsgi.input"].read(length) or b"{}")
+        _, body = read_json(environ)
         if environ.get("HTTP_X_AMZ_TARGET") != TARGET:
-            status, out = "400 Bad Request", _error(f"the stand-in answers only {TARGET}")
-        else:
-            try:
-                status, out = "200 OK", standin.get_products(body)
-            except PricingError as exc:
-                status, out = "400 Bad Request", _error(str(exc))
-        data = json.dumps(out).encode()
-        headers = [("Content-Type", "application/x-amz-json-1.1")]
-        start_response(status, [*headers, ("Content-Length", str(len(data)))])
-        return [data]
+            return answer(start_response, _error(f"the stand-in answers only {TARGET}"), error=True)
+        try:
+            return answer(start_response, standin.get_products(body))
+        except PricingError as exc:
+            return answer(start_response, _error(str(exc)), error=True)
 
     return layer
 

@@ -22,16 +22,14 @@ quota codes are the stand-in's own (``L-`` and 8 hex digits of the name), not AW
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 import threading
 from typing import Any
 
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.service_quotas import SERVICE_CODE, quota_name
+from sandbox.json_protocol import answer, read_json, signed_for
 
 TARGET_PREFIX = "ServiceQuotasV20190624."
-_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request")
 ACCOUNT = "123456789012"
 DEFAULT_VALUE = 16.0
 DEFAULT_OVERRIDES: dict[str, tuple[float, float]] = {"ml.p5.48xlarge": (0.0, 0.0)}
@@ -124,21 +122,16 @@ def quotas_layer(app: Any, standin: ServiceQuotasStandIn) -> Any:
     """Route requests signed for ``servicequotas`` to the stand-in; the rest to ``app``."""
 
     def layer(environ: dict[str, Any], start_response: Any) -> Any:
-        scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
-        if scope is None or scope.group("service") != "servicequotas":
+        signed = signed_for(environ)
+        if signed is None or signed[0] != "servicequotas":
             return app(environ, start_response)
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-        body = json.loads(environ["wsgi.input"].read(length) or b"{}")
+        _, body = read_json(environ)
         target = environ.get("HTTP_X_AMZ_TARGET", "")
         try:
             if target != TARGET_PREFIX + "ListServiceQuotas":
                 raise QuotasError("ValidationException", f"the stand-in does not answer {target}")
-            status, out = "200 OK", standin.list_service_quotas(body, scope.group("region"))
+            return answer(start_response, standin.list_service_quotas(body, signed[1]))
         except QuotasError as exc:
-            status, out = "400 Bad Request", {"__type": exc.kind, "Message": str(exc)}
-        data = json.dumps(out).encode()
-        headers = [("Content-Type", "application/x-amz-json-1.1")]
-        start_response(status, [*headers, ("Content-Length", str(len(data)))])
-        return [data]
+            return answer(start_response, {"__type": exc.kind, "Message": str(exc)}, error=True)
 
     return layer
