@@ -24,6 +24,7 @@ from typing import Any
 from .capacity import SPOT
 from .chain import attempt_name, capacity_failure, ledger_job_of_attempt
 from .contract import TERMINAL_STATUSES, Status
+from .held_end import after_held_end, hold, unexplained_batch_end
 from .job import Change
 from .names import timestamp
 from .pricing import cost_usd
@@ -107,9 +108,13 @@ def _ended(
     return out
 
 
-def change_for(job: Mapping[str, Any], update: Mapping[str, Any]) -> Change:
+def change_for(
+    job: Mapping[str, Any], update: Mapping[str, Any], *, hold_batch_end: bool = False
+) -> Change:
     """The change an observation (SageMaker's or Batch's, in ledger terms) makes to a chained
-    job (module docstring); a plain observation for an unchained one."""
+    job (module docstring); a plain observation for an unchained one. ``hold_batch_end``
+    (the job-events function): Batch's end of an attempt that nothing yet says why is held
+    (``jobmodel.held_end``), not taken as the job's end."""
     if not chained(job):
         return Change(observation=update)
     attempt = int(job.get("attempt") or 1)
@@ -128,6 +133,7 @@ def change_for(job: Mapping[str, Any], update: Mapping[str, Any]) -> Change:
     if selected and selected != job.get("instance_type"):
         also.update(instance_type=selected, price_usd_per_hour=price)
         entries = _replace(entries, attempt, instance_type=selected)
+    update = after_held_end(job, update)
     status = update.get("status")
     if status in TERMINAL_STATUSES and current is not None:
         update = _with_sagemakers_view(job, update)
@@ -135,6 +141,9 @@ def change_for(job: Mapping[str, Any], update: Mapping[str, Any]) -> Change:
         stopping = job.get("stop_requested") or job.get("status") == str(Status.STOPPING)
         if why and attempt < len(job["chain"]) and not stopping:
             return next_attempt(job, entries, update, price, why)
+        if hold_batch_end and attempt < len(job["chain"]) and not stopping:
+            if not why and unexplained_batch_end(job, update):
+                return hold(update)
         entries = _replace(entries, attempt, **_ended(update, current, price))
     elif status == str(Status.IN_PROGRESS) and current and current.get("status") != "InProgress":
         # SageMaker's first word that it runs; the claim's time stays for an attempt never

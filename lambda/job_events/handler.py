@@ -16,9 +16,11 @@ import json
 import logging
 from typing import Any
 
+from ftl_events.apply import Outcome
 from ftl_events.dependencies import Runtime
 from ftl_events.parse import Malformed, parse
 from ftl_events.publish import announcement, public_view
+from jobmodel.held_end import held_end
 
 # No level of its own: Lambda sets the root logger from the function's application log
 # level and writes every record as JSON with the request id (PlatformFunction).
@@ -45,7 +47,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
             observation.source,
             observation.event_id,
         )
-    if outcome.applied and outcome.after.get("chain_pending"):
+    if outcome.applied and (outcome.after.get("chain_pending") or _newly_held(outcome)):
         _advance(outcome.job_name)
     # The write that applied printed its fleet-metrics line (ftl_ledger.writer).
     message = announcement(outcome)
@@ -54,11 +56,19 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     return {"updated": outcome.applied, "job_name": outcome.job_name, **public_view(outcome.after)}
 
 
+def _newly_held(outcome: Outcome) -> bool:
+    """This write held Batch's end of a chained attempt that nothing yet says why
+    (``jobmodel.held_end``): the launcher is asked to look."""
+    return held_end(outcome.after) and not held_end(outcome.before)
+
+
 def _advance(job_name: str) -> None:
-    """A capacity chain's attempt ended for want of capacity: ask the trigger's ``chain``
-    alias to start the next attempt (asynchronously). A failure is logged: describe starts a
-    pending attempt too, and a stop stops the job between the attempts (docs/API.md,
-    Capacity)."""
+    """A capacity chain's attempt ended for want of capacity, or Batch ended it and nothing
+    recorded says why: ask the trigger's ``chain`` alias to start the next attempt, or to look
+    at the ended one first (DescribeServiceJob, DescribeTrainingJob), asynchronously. A
+    failure is logged: describe starts a pending attempt and judges a held end too,
+    SageMaker's own event of the end judges it, and a stop stops the job between the attempts
+    (docs/API.md, Capacity)."""
     if not RUNTIME.chain_function or RUNTIME.lambda_client is None:
         return
     try:

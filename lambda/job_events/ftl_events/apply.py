@@ -23,7 +23,7 @@ from ftl_ledger.ledger import Ledger
 from ftl_ledger.writer import Applied, JobWriter, print_line
 from jobmodel import TERMINAL_STATUSES
 from jobmodel.attempts import change_for
-from jobmodel.job import JobRecord
+from jobmodel.job import Change, JobRecord
 
 LOG = logging.getLogger("ftl.job_events")
 ATTEMPTS = 6  # reads and conditional writes per event before giving it back to EventBridge
@@ -107,8 +107,13 @@ class Recorder:
             LOG.warning("event about job %s ignored: %s", name, ignored)
             return Outcome(job_name=name, before=job, after=job)
         update = observation.update
+
         # A capacity chain's attempts (jobmodel.attempts); a plain observation otherwise.
-        done = self.writer.apply(job, lambda current: change_for(current, update))  # type: ignore[arg-type]
+        # Batch's end of an attempt that nothing yet says why is held (``jobmodel.held_end``).
+        def change(current: JobRecord) -> Change:
+            return change_for(current, update, hold_batch_end=True)
+
+        done = self.writer.apply(job, change)  # type: ignore[arg-type]
         return Outcome.of(name, done)
 
     @staticmethod

@@ -18,6 +18,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ftl_trigger.backend_queue import is_queued_job
+from jobmodel import TERMINAL_STATUSES
 from jobmodel import attempts as A
 from jobmodel import chain as C
 from jobmodel.errors import CapacityError, Conflict, JobModelError, ValidationError
@@ -52,6 +54,8 @@ class ChainFlow:
         def _ledger_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any: ...
 
         def _now_ms(self) -> int: ...
+
+        def _refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], Any]: ...
 
     writer: JobWriter
 
@@ -159,12 +163,25 @@ class ChainFlow:
             return self._ledger_call(self.ledger.get_job, job["job_name"]) or claimed
 
     def advance(self, name: str) -> dict[str, Any]:
-        """The ``advance`` action (the job-events function, door ``chain``)."""
+        """The ``advance`` action (the job-events function, door ``chain``): start the job's
+        pending attempt. A queue-mode chained job with none pending is first brought up to
+        date as describe does: Batch's end of its attempt may be held (``jobmodel.held_end``),
+        and DescribeServiceJob and DescribeTrainingJob say whether it was for want of
+        capacity (the next attempt then starts) or ends the job."""
         job = self._ledger_call(self.ledger.get_job, name)
         if job is None:
             return {"job_name": name, "advanced": False}
-        after = self._advance(job)
-        return {"job_name": name, "advanced": after is not job, "attempt": after.get("attempt")}
+        looked = job
+        live = job["status"] not in TERMINAL_STATUSES
+        if live and A.chained(job) and is_queued_job(job) and not job.get("chain_pending"):
+            looked, _ = self._refresh_queued(job)
+        after = self._advance(looked)
+        return {
+            "job_name": name,
+            "advanced": after is not looked,
+            "attempt": after.get("attempt"),
+            "status": after.get("status"),
+        }
 
     def _record_failed_chained(self, job: dict[str, Any], error: JobModelError) -> bool:
         """A chained attempt's failed start for want of capacity: close it and leave the

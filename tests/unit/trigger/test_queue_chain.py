@@ -276,3 +276,119 @@ def test_a_bad_capacity_choice_queues_nothing(chained):
     resp = submit(chained, capacity=["gpu"])
     assert resp["error"]["field"] == "capacity"
     assert chained.batch_jobs() == [] and chained.ledger_items() == []
+
+
+# ------------------------------------------------- Batch's end before SageMaker's (any order)
+GENERIC = "Received status from SageMaker: Training job failed"  # Batch says no more than this
+NO_LUCK = {"reason": "AlgorithmError: the script exited with code 1"}
+
+
+def attempt_ends(launcher, clock, service_job, status: str, how: dict[str, str]):
+    """The attempt's training job ends; Batch's reason says only that it failed. Returns the
+    events before the end, SageMaker's event of the end and Batch's FAILED."""
+    outbox = launcher.standin.outbox
+    start = len(outbox)
+    end_attempt(launcher, clock, service_job, ran_s=300, status=status, **how)
+    service_job.reason = GENERIC  # DescribeServiceJob says what the event says
+    *before, sagemaker_end, batch_end = outbox[start:]
+    assert (sagemaker_end["source"], batch_end["source"]) == ("aws.sagemaker", "aws.batch")
+    assert batch_end["detail"]["status"] == "FAILED"
+    batch_end["detail"]["statusReason"] = GENERIC
+    return before, sagemaker_end, batch_end
+
+
+def deliver(job_events, events) -> None:
+    for event in events:
+        job_events.handler(event, None)
+
+
+ORDERS = ["batch-first", "sagemaker-first"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("status,how", [("Stopped", NO_SPOT), ("Failed", NO_CAPACITY)])
+def test_an_end_for_capacity_moves_the_chain_whichever_event_comes_first(
+    chained, clock, job_events, order, status, how
+):
+    name = submit(chained)["job_name"]
+    (first,) = chained.batch_jobs()
+    before, sagemaker_end, batch_end = attempt_ends(chained, clock, first, status, how)
+    deliver(job_events, before)
+    pair = [batch_end, sagemaker_end] if order == "batch-first" else [sagemaker_end, batch_end]
+    deliver(job_events, pair)
+    job = record(chained, name)
+    assert job["status"] not in ("Failed", "Stopped") and job["attempt"] == 2, job
+    (_, second) = chained.batch_jobs()
+    assert second.request["jobName"] == f"{name}-a2" and job["batch_job_id"] == second.job_id
+    ended = job["attempts"][0]
+    assert ended["status"] == status and ended["cost_usd"] == pytest.approx(300 / 3600, abs=1e-4)
+    assert ("MaxWaitTimeExceeded" in ended["reason"]) or ("Insufficient" in ended["reason"])
+    # one ask of the chain alias: Batch's end (held) or the attempt's end for capacity
+    assert job_events.RUNTIME.lambda_client.calls == [{"action": "advance", "job_name": name}]
+    deliver(job_events, pair)  # EventBridge may deliver either again: nothing changes
+    assert len(chained.batch_jobs()) == 2 and record(chained, name)["attempt"] == 2
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_a_failure_for_another_reason_ends_the_job_whichever_event_comes_first(
+    chained, clock, job_events, order
+):
+    name = submit(chained)["job_name"]
+    (first,) = chained.batch_jobs()
+    before, sagemaker_end, batch_end = attempt_ends(chained, clock, first, "Failed", NO_LUCK)
+    deliver(job_events, before)
+    pair = [batch_end, sagemaker_end] if order == "batch-first" else [sagemaker_end, batch_end]
+    deliver(job_events, pair)
+    job = record(chained, name)
+    assert job["status"] == "Failed" and job["attempt"] == 1, job
+    assert job["attempts"][0]["status"] == "Failed" and not job.get("chain_pending")
+    assert chained.batch_jobs() == [first]  # no next attempt
+
+
+class FailingOnce(Invoker):
+    """The chain alias cannot be reached the first time (throttled, a network error)."""
+
+    def invoke(self, **kw):  # noqa: ANN003
+        if not self.calls:
+            self.calls.append("failed")
+            raise RuntimeError("Rate exceeded")
+        return super().invoke(**kw)
+
+
+@pytest.mark.parametrize(
+    "status,how,moves", [("Stopped", NO_SPOT, True), ("Failed", NO_CAPACITY, True),
+                         ("Failed", NO_LUCK, False)],
+)  # fmt: skip
+def test_a_held_end_is_decided_by_sagemakers_later_event_when_the_ask_failed(
+    chained, clock, job_events, status, how, moves
+):
+    job_events.RUNTIME.lambda_client = FailingOnce(chained)
+    name = submit(chained)["job_name"]
+    (first,) = chained.batch_jobs()
+    before, sagemaker_end, batch_end = attempt_ends(chained, clock, first, status, how)
+    deliver(job_events, [*before, batch_end])
+    held = record(chained, name)
+    # Batch's end is recorded, the job's status is not decided on its word alone
+    assert held["status"] == "InProgress" and held["batch_status"] == "FAILED", held
+    assert held["batch_status_reason"] == GENERIC and chained.batch_jobs() == [first]
+    result = job_events.handler(sagemaker_end, None)
+    job = record(chained, name)
+    if moves:
+        assert job["attempt"] == 2 and job["status"] not in ("Failed", "Stopped"), job
+        assert [j.request["jobName"] for j in chained.batch_jobs()] == [name, f"{name}-a2"]
+    else:
+        assert result["status"] == "Failed" and job["attempt"] == 1, job
+        assert "AlgorithmError" in job["failure_reason"] and chained.batch_jobs() == [first]
+
+
+def test_a_held_end_is_decided_by_a_later_describe_when_the_ask_failed(chained, clock, job_events):
+    job_events.RUNTIME.lambda_client = FailingOnce(chained)
+    name = submit(chained)["job_name"]
+    (first,) = chained.batch_jobs()
+    before, _, batch_end = attempt_ends(chained, clock, first, "Failed", NO_CAPACITY)
+    deliver(job_events, [*before, batch_end])  # SageMaker's event is never delivered
+    assert record(chained, name)["status"] == "InProgress"
+    job = describe(chained, name)  # DescribeTrainingJob says it found no capacity
+    assert job["attempt"] == 2 and job["status"] not in ("Failed", "Stopped"), job
+    assert job["attempts"][0]["reason"].startswith("CapacityError")
+    assert [j.request["jobName"] for j in chained.batch_jobs()] == [name, f"{name}-a2"]
