@@ -196,8 +196,36 @@ def _events_requests(d: Deployment, run: Any, sandbox: Any) -> list[Request]:
                     shareIdentifier=answer.get("team") or "default",
                 )
                 module.handler(event, FakeContext(function_name="ftl-job-events"))
+            for answer in _live_chained(run, queued)[:1]:
+                # Batch's FAILED of a chained attempt, with a reason that does not say why and
+                # no SageMaker end recorded: the function holds it and asks the chain alias to
+                # look (its Invoke is recorded; moto has no such function)
+                event = batch_event(
+                    answer["job_name"],
+                    "FAILED",
+                    statusReason="Received status from SageMaker: Training job failed",
+                    latestAttempt={
+                        "serviceResourceId": {
+                            "name": "TrainingJobArn",
+                            "value": training_job_arn(f"AWSBatch{answer['job_name']}{'0' * 32}"),
+                        }
+                    },
+                )
+                event["detail"].update(
+                    jobId=answer["batch_job_id"],
+                    jobQueue=env_queue,
+                    shareIdentifier=answer.get("team") or "default",
+                )
+                done = module.handler(event, FakeContext(function_name="ftl-job-events"))
+                assert done["updated"] and done["status"] not in ("Failed", "Stopped"), done
     role = d.events_role()
     return [r for c in calls for r in d.mapper.requests(role, c.service, c.operation, c.params)]
+
+
+def _live_chained(run: Any, queued: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Queued chained jobs of the run that no stop reached."""
+    stopped = {r["job_name"] for r in run.responses if r.get("status") in ("Stopping", "Stopped")}
+    return [a for a in queued if a.get("capacity_chain") and a["job_name"] not in stopped]
 
 
 @pytest.mark.parametrize("name", ["default", "teams", "queue", "queue-quotashare-teams"])
@@ -207,12 +235,68 @@ def test_every_job_events_request_is_allowed(name, trigger_run, authz_sandbox):
     actions = {r.action for r in requests}
     # a finished job is published; a queued job's start only updates the ledger
     direct = "queue" not in name
-    # with a capacity chain that ran out of spot capacity: the chain alias is asked
-    expected = {"dynamodb:UpdateItem"} | (
-        {"sns:Publish", "lambda:InvokeFunction"} if direct else set()
+    # a capacity chain's attempt ran out of spot capacity (direct), or Batch ended a queued
+    # chained attempt (queue): the chain alias is asked
+    expected = {"dynamodb:UpdateItem", "lambda:InvokeFunction"} | (
+        {"sns:Publish"} if direct else set()
     )
     assert expected <= actions, actions
     outcomes = d.evaluate_all(requests)
+    assert not denied(outcomes), "\n".join(denied(outcomes))
+
+
+@pytest.mark.parametrize("name", ["queue", "queue-quotashare-teams"])
+def test_a_queued_chains_next_attempt_is_allowed(name, trigger_run, authz_sandbox):
+    """Queue mode's chain path through the trigger's ``chain`` alias: ``advance`` of a chained
+    job whose service job Batch ended (the job-events function held it) looks at it as
+    describe does (DescribeServiceJob, DescribeTrainingJob of Batch's ``AWSBatch...``
+    training job) and submits the next attempt's service job (``<job>-a2``)."""
+    import uuid
+
+    from tests.authz.harness import trigger
+    from tests.lambda_support import FakeContext
+    from testsupport.authz.record import recording
+
+    d, _ = deployment(name), trigger_run(name)
+    door = CONFIGURATIONS[name][1][0]
+    stand_in = authz_sandbox.batch
+    submit = {"action": "submit", "template": "distilbert-chain", "capacity": ["spot", "on-demand"]}
+    with (
+        pytest.MonkeyPatch.context() as mp,
+        contextlib.redirect_stdout(io.StringIO()),
+        trigger(d, authz_sandbox, mp) as module,
+    ):
+        with recording() as started:  # attempt 1's service job (its payload's tags)
+            job = module.handler(
+                {**submit, "client_token": uuid.uuid4().hex[:12]}, FakeContext(alias=door or None)
+            )
+        assert "error" not in job, job
+        first = stand_in.jobs[job["batch_job_id"]]
+        stand_in.tick()
+        assert first.training_arn, "the stand-in did not start attempt 1's training job"
+        # the spot wait ran out: SageMaker stops the training job and Batch says FAILED
+        stand_in.finish_training_job(
+            first.training_arn.rsplit("/", 1)[-1], "Stopped", secondary="MaxWaitTimeExceeded"
+        )
+        assert first.status == "FAILED"
+        with recording() as calls:
+            answer = module.handler(
+                {"action": "advance", "job_name": job["job_name"]}, FakeContext(alias="chain")
+            )
+    assert answer["advanced"] and answer["attempt"] == 2, answer
+    ops = {c.operation for c in calls}
+    assert {"DescribeServiceJob", "DescribeTrainingJob", "SubmitServiceJob"} <= ops, ops
+    (described,) = [c.params for c in calls if c.operation == "DescribeTrainingJob"]
+    assert described["TrainingJobName"].startswith("AWSBatch"), described
+    (submitted,) = [c.params for c in calls if c.operation == "SubmitServiceJob"]
+    assert submitted["jobName"] == f"{job['job_name']}-a2"
+    recorded = [(door, c) for c in started] + [("chain", c) for c in calls]
+    requests = trigger_requests(d, type("Run", (), {"calls": recorded})())
+    outcomes = d.evaluate_all(requests)
+    assert {"batch:DescribeServiceJob", "sagemaker:DescribeTrainingJob"} <= {
+        o.request.action for o in outcomes
+    }
+    assert "batch:SubmitServiceJob" in {o.request.action for o in outcomes}
     assert not denied(outcomes), "\n".join(denied(outcomes))
 
 
