@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ftl_ledger.writer import Contended
 from ftl_trigger.backend_queue import is_queued_job
 from jobmodel import TERMINAL_STATUSES
 from jobmodel import attempts as A
@@ -143,7 +144,13 @@ class ChainFlow:
                 return Change()
             return A.start_change(current, text, digest, self._now_ms())
 
-        done = self._ledger_call(self.writer.apply, job, claim)
+        try:
+            done = self._ledger_call(self.writer.apply, job, claim)
+        except Contended:
+            # Other callers kept writing the job (concurrent looks at it): this one claims
+            # nothing and leaves the attempt to them, or to the next look.
+            fresh = self._ledger_call(self.ledger.get_job, job["job_name"])
+            return dict(fresh or job), rendered, False
         return dict(done.after), rendered, done.applied
 
     def _advance(self, job: dict[str, Any]) -> dict[str, Any]:

@@ -231,7 +231,8 @@ def test_twenty_replays_of_a_submit_queue_one_service_job(chained, clock, prefix
         replays = list(pool.map(lambda _: chained(dict(request)), range(20)))
         described = list(pool.map(lambda _: describe(chained, name), range(20)))
     assert {r["job_name"] for r in replays} == {name}
-    assert {d["attempt"] for d in described} == {2}, described
+    odd = [d for d in described if d.get("attempt") != 2]
+    assert not odd, odd
     # the concurrent describes started the next attempt once, as a service job of its own
     assert [j.request["jobName"] for j in chained.batch_jobs()] == [name, f"{name}-a2"]
     assert len(record(chained, name)["attempts"]) == 2
