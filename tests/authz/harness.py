@@ -487,7 +487,6 @@ def record_client(
     sent; nothing leaves the machine."""
     import io
 
-    import boto3
     from botocore.response import StreamingBody
 
     from ftl_client import LauncherClient
@@ -526,24 +525,14 @@ def record_client(
             }
             return _Http(), {"events": [line]}
 
-        clients = {}
-        for service, handlers in (
-            ("lambda", {"Invoke": invoke}),
-            ("cloudformation", {"DescribeStacks": stacks}),
-            ("logs", {"DescribeLogStreams": streams, "FilterLogEvents": events}),
-        ):
-            c = boto3.client(
-                service,
-                region_name=REGION,
-                endpoint_url="http://localhost:9",
-                aws_access_key_id="testing",
-                aws_secret_access_key="testing",
+        clients = {
+            service: answered_client(service, handlers)
+            for service, handlers in (
+                ("lambda", {"Invoke": invoke}),
+                ("cloudformation", {"DescribeStacks": stacks}),
+                ("logs", {"DescribeLogStreams": streams, "FilterLogEvents": events}),
             )
-            for op, handler in handlers.items():
-                c.meta.events.register(
-                    f"before-call.{c.meta.service_model.service_id.hyphenize()}.{op}", handler
-                )
-            clients[service] = c
+        }
         target = (
             {}
             if find_by_stack
@@ -568,3 +557,25 @@ def record_client(
     # The trigger ran in-process behind the Invoke; its own calls (SageMaker, DynamoDB, Batch)
     # are the trigger's requests, checked in their own test. Keep the client's.
     return [c for c in calls if c.service in clients]
+
+
+def answered_client(
+    service: str, handlers: dict[str, Any], *, endpoint: str = "http://localhost:9"
+) -> Any:
+    """A boto3 client whose ``handlers`` (operation -> botocore ``before-call`` handler
+    returning ``(http, parsed)``) answer in place of the service: the request is still built
+    and validated against botocore's model, and the recorder sees it. Operations without a
+    handler go to ``endpoint`` (the sandbox's, for a stand-in that answers them)."""
+    import boto3
+
+    c = boto3.client(
+        service,
+        region_name=REGION,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    hyphenized = c.meta.service_model.service_id.hyphenize()
+    for op, handler in handlers.items():
+        c.meta.events.register(f"before-call.{hyphenized}.{op}", handler)
+    return c

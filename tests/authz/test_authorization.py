@@ -23,6 +23,7 @@ from tests.authz.harness import (
     CONFIGURATIONS,
     EVENTS_DIR,
     Deployment,
+    answered_client,
     denied,
     record_client,
     training_role_requests,
@@ -772,7 +773,6 @@ def test_the_admins_preflight_reads_are_allowed(name, authz_sandbox):
     launcher through the admin alias) are allowed by the admins' managed policy."""
     import io
 
-    import boto3
     from botocore.response import StreamingBody
 
     from ftl_client import LauncherClient, doctor
@@ -805,28 +805,20 @@ def test_the_admins_preflight_reads_are_allowed(name, authz_sandbox):
     def identity(**_):
         return Http(), {"Account": ACCOUNT, "Arn": "arn:aws:sts::x", "UserId": "u"}
 
-    clients = {}
-    for service, handlers in (
-        ("lambda", {"Invoke": invoke}),
-        ("cloudformation", {"DescribeStacks": stacks}),
-        ("iam", {"GetRole": role}),
-        ("ssm", {"GetParameter": bootstrap}),
-        ("sts", {"GetCallerIdentity": identity}),
-        ("service-quotas", {}),
-    ):
-        endpoint = authz_sandbox.endpoint if not handlers else "http://localhost:9"
-        c = boto3.client(
-            service,
-            region_name=REGION,
-            endpoint_url=endpoint,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
+    clients = {
+        service: answered_client(service, handlers)
+        for service, handlers in (
+            ("lambda", {"Invoke": invoke}),
+            ("cloudformation", {"DescribeStacks": stacks}),
+            ("iam", {"GetRole": role}),
+            ("ssm", {"GetParameter": bootstrap}),
+            ("sts", {"GetCallerIdentity": identity}),
         )
-        for op, handler in handlers.items():
-            c.meta.events.register(
-                f"before-call.{c.meta.service_model.service_id.hyphenize()}.{op}", handler
-            )
-        clients[service] = c
+    }
+    # ListServiceQuotas: the sandbox's Service Quotas stand-in answers it
+    clients["service-quotas"] = answered_client(
+        "service-quotas", {}, endpoint=authz_sandbox.endpoint
+    )
     client = LauncherClient(
         launcher, function_name=_alias_arn(d, "admin"), region=REGION, clients=clients
     )
