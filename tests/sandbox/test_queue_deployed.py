@@ -96,6 +96,16 @@ def _training_job(deployed, job_id: str) -> str:
 
 
 # --------------------------------------------------------------------------------- tests
+
+
+def _invoked(lam, function: str, event: dict) -> dict:
+    """The deployed function's answer to ``event``, which must be no error."""
+    reply = lam.invoke(FunctionName=function, Payload=json.dumps(event).encode())
+    body = json.loads(reply["Payload"].read())
+    assert "FunctionError" not in reply and "error" not in body, body
+    return body
+
+
 def test_job_queue_output_is_the_stand_ins_queue(deployed, queue):
     assert queue.output("JobQueueArn") == QUEUE_ARN
     assert queue.queues == {QUEUE_NAME: QUEUE_ARN}
@@ -230,10 +240,7 @@ def test_a_chained_job_without_spot_capacity_moves_on_to_a_new_service_job(deplo
     trigger = queue.output("TriggerFunctionName")
 
     def call(event):
-        reply = lam.invoke(FunctionName=trigger, Payload=json.dumps(event).encode())
-        body = json.loads(reply["Payload"].read())
-        assert "FunctionError" not in reply and "error" not in body, body
-        return body
+        return _invoked(lam, trigger, event)
 
     def service_jobs(name):
         return sorted(
@@ -284,10 +291,7 @@ def test_the_trigger_queues_the_third_job_and_starts_it_when_one_ends(deployed, 
     trigger = queue.output("TriggerFunctionName")
 
     def call(event):
-        reply = lam.invoke(FunctionName=trigger, Payload=json.dumps(event).encode())
-        body = json.loads(reply["Payload"].read())
-        assert "FunctionError" not in reply and "error" not in body, body
-        return body
+        return _invoked(lam, trigger, event)
 
     jobs = [
         call({"template": "bert-large-qa", "job_name": f"fair-{i}", "instance_count": 2})
