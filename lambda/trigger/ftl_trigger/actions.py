@@ -325,12 +325,18 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
     def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]:
         """Apply ``change`` through the one writer; the record as the ledger now has it (as
         another writer left it when the job kept changing)."""
+        return self._apply(job, change)[0]
+
+    def _apply(self, job: dict[str, Any], change: ChangeFor) -> tuple[dict[str, Any], bool]:
+        """:meth:`_write`, and whether this change was written (False when it was not
+        needed, or the job kept changing under other writers)."""
         try:
-            return dict(self._ledger_call(self.writer.apply, job, change).after)
+            done = self._ledger_call(self.writer.apply, job, change)
         except Contended:
             LOG.warning("job %s kept changing; left as another writer left it", job["job_name"])
             fresh = self._ledger_call(self.ledger.get_job, job["job_name"])
-            return fresh if fresh is not None else job
+            return (fresh if fresh is not None else job), False
+        return dict(done.after), done.applied
 
     def _ledger_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:

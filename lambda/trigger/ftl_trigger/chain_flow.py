@@ -18,7 +18,6 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ftl_ledger.writer import Contended
 from ftl_trigger.backend_queue import is_queued_job
 from jobmodel import TERMINAL_STATUSES
 from jobmodel import attempts as A
@@ -31,7 +30,6 @@ from jobmodel.templates import TemplateSpec
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
-    from ftl_ledger.writer import JobWriter
     from ftl_trigger.backend import Backend
     from ftl_trigger.dependencies import Runtime
 
@@ -50,6 +48,8 @@ class ChainFlow:
 
         def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
 
+        def _apply(self, job: dict[str, Any], change: ChangeFor) -> tuple[dict[str, Any], bool]: ...
+
         def _backend_of(self, job: dict[str, Any]) -> Backend: ...
 
         def _ledger_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any: ...
@@ -57,8 +57,6 @@ class ChainFlow:
         def _now_ms(self) -> int: ...
 
         def _refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], Any]: ...
-
-    writer: JobWriter
 
     # ------------------------------------------------------------------ submit
     def _plan_steps(
@@ -144,14 +142,10 @@ class ChainFlow:
                 return Change()
             return A.start_change(current, text, digest, self._now_ms())
 
-        try:
-            done = self._ledger_call(self.writer.apply, job, claim)
-        except Contended:
-            # Other callers kept writing the job (concurrent looks at it): this one claims
-            # nothing and leaves the attempt to them, or to the next look.
-            fresh = self._ledger_call(self.ledger.get_job, job["job_name"])
-            return dict(fresh or job), rendered, False
-        return dict(done.after), rendered, done.applied
+        # A claim that loses to other writers on every try (concurrent looks at the job)
+        # claims nothing and leaves the attempt to them, or to the next look.
+        after, won = self._apply(job, claim)
+        return after, rendered, won
 
     def _advance(self, job: dict[str, Any]) -> dict[str, Any]:
         """Start a job's pending attempt (no-op when none is pending or another caller
