@@ -139,11 +139,11 @@ def change_for(
         update = _with_sagemakers_view(job, update)
         why = capacity_failure(update) or capacity_failure(_recorded_view(job, update))
         stopping = job.get("stop_requested") or job.get("status") == str(Status.STOPPING)
-        if why and attempt < len(job["chain"]) and not stopping:
+        steps_left = attempt < len(job["chain"]) and not stopping
+        if why and steps_left:
             return next_attempt(job, entries, update, price, why)
-        if hold_batch_end and attempt < len(job["chain"]) and not stopping:
-            if not why and unexplained_batch_end(job, update):
-                return hold(update)
+        if hold_batch_end and steps_left and unexplained_batch_end(job, update):
+            return hold(update)
         entries = _replace(entries, attempt, **_ended(update, current, price))
     elif status == str(Status.IN_PROGRESS) and current and current.get("status") != "InProgress":
         # SageMaker's first word that it runs; the claim's time stays for an attempt never
