@@ -347,6 +347,17 @@ def test_the_price_refresh_writes_only_the_prices_item(trigger_run, authz_sandbo
     assert not d.evaluate(other).allowed
 
 
+def _rule_invokes(fn_arn: Any, rule: Any) -> Request:
+    """EventBridge invoking a function for one of its rules (the rule's ARN as the source)."""
+    return Request(
+        "events.amazonaws.com",
+        "lambda:InvokeFunction",
+        (fn_arn,),
+        {"aws:SourceArn": rule},
+        "EventBridge",
+    )
+
+
 def test_eventbridge_may_invoke_the_price_refresh_from_its_two_rules():
     d = deployment("default")
     fn = d.function("PriceRefreshHandlerFunction")
@@ -358,14 +369,7 @@ def test_eventbridge_may_invoke_the_price_refresh_from_its_two_rules():
     ]
     assert len(rules) == 2
     for rule in rules:
-        request = Request(
-            "events.amazonaws.com",
-            "lambda:InvokeFunction",
-            (fn_arn,),
-            {"aws:SourceArn": rule},
-            "EventBridge",
-        )
-        assert d.evaluate(request).allowed, rule
+        assert d.evaluate(_rule_invokes(fn_arn, rule)).allowed, rule
 
 
 def _team_policy(d: Deployment, alias: str) -> Policy:
@@ -446,14 +450,7 @@ def test_services_may_invoke_what_they_trigger(name):
     ]
     assert len(rules) == (2 if name == "queue" else 1), rules
     for rule in rules:
-        request = Request(
-            "events.amazonaws.com",
-            "lambda:InvokeFunction",
-            (fn_arn,),
-            {"aws:SourceArn": rule},
-            "EventBridge",
-        )
-        decision = d.evaluate(request)
+        decision = d.evaluate(_rule_invokes(fn_arn, rule))
         assert decision.allowed, (
             f"EventBridge may not invoke the job-events function: {decision.reason}"
         )
