@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 from ftl_train_testlib import VOCAB, WORDS, wordpiece_tokenizer
 
@@ -24,13 +25,16 @@ def chat_tokenizer():
     return tok
 
 
-def make_llama_dir(path: Path, dropout: float = 0.0, layers: int = 2) -> Path:
+def make_llama_dir(path: Path, dropout: float = 0.0, layers: int = 2, tok: Any = None) -> Path:
+    """A tiny Llama saved with its tokenizer: the chat tokenizer over ``LLM_VOCAB`` unless
+    ``tok`` is given (its vocabulary then sizes the embeddings)."""
     import transformers
 
     path.mkdir(parents=True, exist_ok=True)
-    tok = chat_tokenizer()
+    vocab_size = len(LLM_VOCAB) if tok is None else len(tok)
+    tok = tok if tok is not None else chat_tokenizer()
     cfg = transformers.LlamaConfig(
-        vocab_size=len(LLM_VOCAB),
+        vocab_size=vocab_size,
         hidden_size=32,
         intermediate_size=64,
         num_hidden_layers=layers,

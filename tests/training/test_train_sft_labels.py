@@ -21,6 +21,7 @@ import pytest
 import torch
 from chat_testlib import TEMPLATES, TOKENIZER_KINDS, chat_tokenizer, conversations
 from ftl_train_testlib import parse_lines, sm_environ, write_records
+from llm_testlib import make_llama_dir
 
 from ftl_train import sft
 from ftl_train.hparams import HyperparameterError
@@ -167,29 +168,6 @@ def test_templates_that_cannot_be_labelled_are_refused_with_their_property():
 # ---------------------------------------------------------------- through the entrypoint
 
 
-def _model_dir(path, tok):
-    import transformers
-
-    path.mkdir(parents=True, exist_ok=True)
-    cfg = transformers.LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        tie_word_embeddings=False,
-    )
-    transformers.set_seed(0)
-    transformers.AutoModelForCausalLM.from_config(cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
-
-
 LOSS_TEMPLATE = ("deepseek_r1_distill", "byte_level")  # prefill the turn omits + folded spaces
 
 
@@ -199,7 +177,7 @@ def loss_case(tmp_path_factory, trl_args):
     answer tokens (TRL's labels, each conversation run alone through the model)."""
     tok = chat_tokenizer(*LOSS_TEMPLATE)
     root = tmp_path_factory.mktemp("sft_loss")
-    model_dir = _model_dir(root / "model", tok)
+    model_dir = make_llama_dir(root / "model", tok=tok)
     convs = [c for c in conversations(LOSS_TEMPLATE[0], 12, seed=11)]
     ref = reference(tok, convs, trl_args)
     from transformers import AutoModelForCausalLM
@@ -275,7 +253,7 @@ def test_packing_matches_trl_best_fit_decreasing():
 
 def test_the_job_stops_before_training_on_a_template_it_cannot_label(tmp_path, capsys):
     tok = chat_tokenizer("qwen3", "byte_level")
-    model = _model_dir(tmp_path / "model", tok)
+    model = make_llama_dir(tmp_path / "model", tok=tok)
     convs = conversations("qwen3", 6, seed=2)
     assert not all(prefix_preserving(tok, c) for c in convs)
     train = write_records([{"messages": c} for c in convs], tmp_path / "train", "jsonl")
