@@ -99,8 +99,9 @@ def events(moto_endpoint, monkeypatch, prefix) -> Events:
     return Events(module, moto_endpoint, table, queue)
 
 
-def put_team_job(events: Events, name: str) -> None:
-    """A 2-instance p4d job of team nlp the trigger has claimed (status Submitting)."""
+def put_team_job(events: Events, name: str, **fields: Any) -> None:
+    """A 2-instance p4d job of team nlp the trigger has claimed (status Submitting), with
+    ``fields`` besides."""
     events.put_job(
         name,
         status="Submitting",
@@ -109,6 +110,7 @@ def put_team_job(events: Events, name: str) -> None:
         instance_count=2,
         price_usd_per_hour=30.0,
         estimated_max_cost_usd=60.0,
+        **fields,
     )
 
 

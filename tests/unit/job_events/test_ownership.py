@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from tests.unit.job_events.conftest import put_team_job
 from tests.unit.job_events.sequences import T0, batch, sagemaker
 
 ROLE_NLP = "arn:aws:iam::123456789012:role/ftl-nlp-training"
@@ -17,16 +18,8 @@ ROLE_CV = "arn:aws:iam::123456789012:role/ftl-cv-training"
 @pytest.fixture
 def nlp_job(events, queued) -> str:
     """The queued team job of team nlp, with the role the launcher rendered for it."""
-    events.put_job(
-        queued,
-        status="Submitting",
-        team="nlp",
-        instance_type="ml.p4d.24xlarge",
-        instance_count=2,
-        price_usd_per_hour=30.0,
-        estimated_max_cost_usd=60.0,
-        rendered=json.dumps({"TrainingJobName": queued, "RoleArn": ROLE_NLP}),
-    )
+    rendered = {"TrainingJobName": queued, "RoleArn": ROLE_NLP}
+    put_team_job(events, queued, rendered=json.dumps(rendered))
     return queued
 
 
