@@ -404,6 +404,28 @@ def test_inputs_outside_the_team_prefix_are_refused_on_both_doors(teams):
     settle(teams, "nlp")
 
 
+def test_a_job_over_the_accounts_quota_is_refused_on_both_doors_and_writes_nothing(teams):
+    """The sandbox's Service Quotas stand-in gives ml.p5.48xlarge a quota of 0: a job on it
+    can never start, so submit and dry run refuse it naming the field, on both doors, and
+    nothing is started or written (no job, no ledger item, no token)."""
+    ledger = teams.ledger()
+    request = {"template": "llm-sft", "job_name": "quota", "instance_type": "ml.p5.48xlarge"}
+    for event in (request, {**request, "dry_run": True}, {**request, "client_token": "quota-1"}):
+        err = teams.team("nlp", event)["error"]
+        assert (err["type"], err["field"]) == ("ValidationError", "instance_type"), err
+        assert "ml.p5.48xlarge for spot training job usage" in err["message"], err
+        assert "request-service-quota-increase" in err["message"], err
+    status, body = teams.http("nlpkey", "POST", "/jobs", {**request, "spot": False})
+    assert status == 400, body
+    assert (body["error"]["type"], body["error"]["field"]) == ("ValidationError", "instance_type")
+    assert "ml.p5.48xlarge for training job usage" in body["error"]["message"]
+    assert teams.jobs("nlp-quota") == [] and teams.ledger() == ledger
+    # The token was not claimed: the same token on a job within the quota starts it.
+    job = teams.team("nlp", small("quota", client_token="quota-1"))
+    assert job["status"] == "InProgress", job
+    settle(teams, "nlp")
+
+
 def test_a_client_token_replayed_by_another_team_starts_a_second_job(teams):
     request = small("tok", client_token="shared-token-1")
     first = teams.team("nlp", request)
