@@ -109,7 +109,8 @@ def test_capacity_then_fair_share_order(sandbox):
     snapshot = batch.get_job_queue_snapshot(jobQueue=q)["frontOfQueue"]["jobs"]
     fair = ["team-b-1", "team-c-1", "team-b-2", "team-c-2"]  # FIFO would be b1, b2, c1, c2
     assert [j["jobArn"].rsplit("/", 1)[-1] for j in snapshot] == [ids[k] for k in fair]
-    assert trigger_batch.queue_position(batch, q, state["team-c-1"]["jobArn"]) == 2
+    positions = trigger_batch.positions_of(trigger_batch.queue_order(batch, q) or [])
+    assert positions[state["team-c-1"]["jobArn"]] == 2
 
     sandbox.batch.run_training_job(arn.rsplit("/", 1)[-1])
     assert batch.describe_service_job(jobId=ids["team-a-1"])["status"] == "RUNNING"

@@ -170,12 +170,10 @@ def find_by_name(client: Any, job_queue: str, job_name: str) -> dict[str, str] |
     return None
 
 
-def describe(
-    client: Any, job_id: str, *, with_position: bool = True, observed_ms: int | None = None
-) -> dict[str, Any]:
-    """Ledger-shaped state of a service job, with ``queue_position`` (1 = next) while it
-    waits, when Batch's queue snapshot lists it (the first 100 jobs). ``observed_ms``: when
-    it was asked (default: the job's latest timestamp). Batch changes a waiting job's reason
+def describe(client: Any, job_id: str, *, observed_ms: int | None = None) -> dict[str, Any]:
+    """Ledger-shaped state of a service job (a waiting job's place in the queue is
+    ``queue_order``'s, read once per request: ``ftl_trigger.queue_look``). ``observed_ms``:
+    when it was asked (default: the job's latest timestamp). Batch changes a waiting job's reason
     without a new timestamp or event, so only an observation stamped with the time it was
     made can replace an older reason in the ledger."""
     try:
@@ -187,22 +185,7 @@ def describe(
     update = from_service_job(job, observed_ms=observed_ms)
     out = update.fields()
     out["job_name"] = job.get("jobName")
-    if update.status == "Queued" and with_position and job.get("jobArn"):
-        position = queue_position(client, job["jobQueue"], job["jobArn"])
-        if position is not None:
-            out["queue_position"] = position
     return out
-
-
-def queue_position(client: Any, job_queue: str, job_arn: str) -> int | None:
-    """1-based position in the queue's dispatch order, or ``None`` if not reported."""
-    return queue_positions(client, job_queue).get(job_arn)
-
-
-def queue_positions(client: Any, job_queue: str) -> dict[str, int]:
-    """One GetJobQueueSnapshot: job ARN -> 1-based position (1 = next) for the jobs Batch
-    lists at the front of the queue (the first 100); empty when Batch does not answer."""
-    return positions_of(queue_order(client, job_queue) or [])
 
 
 def positions_of(order: list[str]) -> dict[str, int]:

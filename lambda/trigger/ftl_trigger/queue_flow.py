@@ -65,10 +65,7 @@ class QueueFlow:
         if asks_batch and self.rt.batch is not None:  # None: the platform went back to direct
             try:
                 state = service_jobs.describe(
-                    self.rt.batch,
-                    job["batch_job_id"],
-                    with_position=False,
-                    observed_ms=epoch_ms(self.rt.now()),
+                    self.rt.batch, job["batch_job_id"], observed_ms=epoch_ms(self.rt.now())
                 )
             except NotFound:  # Batch forgot the job: the ledger is all there is
                 LOG.warning("Batch has no job %s for %s", job["batch_job_id"], job["job_name"])

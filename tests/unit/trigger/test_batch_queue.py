@@ -142,7 +142,7 @@ def test_submit_errors_map_to_the_contract(stubbed, code, message, status, error
         batch.submit(client, request())
 
 
-def test_describe_queued_job_with_position(stubbed):
+def test_describe_queued_job_and_its_position(stubbed):
     client, stub = stubbed
     stub.add_response(
         "describe_service_job",
@@ -172,7 +172,9 @@ def test_describe_queued_job_with_position(stubbed):
         {"jobQueue": QUEUE},
     )
     out = batch.describe(client, "j-1")
-    assert out["status"] == "Queued" and out["queue_position"] == 2
+    assert out["status"] == "Queued" and "queue_position" not in out
+    # The position: one snapshot, read once per request (ftl_trigger.queue_look).
+    assert batch.positions_of(batch.queue_order(client, QUEUE) or [])[JOB_ARN] == 2
     assert out["queue_reason"] == "waiting for capacity" and out["batch_job_id"] == "j-1"
 
 
