@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ftl_client import doctor_checks as D
 from ftl_client.client import LauncherClient, LauncherError
-from ftl_client.errors import aws_code
+from ftl_client.errors import aws_code, aws_error, aws_message
 from jobmodel import service_quotas as SQ
 from jobmodel.catalog import shipped_catalog
 from jobmodel.names import (
@@ -55,7 +55,7 @@ class Report:
 
 
 def run(client: LauncherClient) -> Report:
-    outputs = _outputs(client, client.stack_name)
+    outputs = _launcher_outputs(client)
     deployed = outputs is not None
     report = Report(client.region or "", deployed)
     if deployed:
@@ -86,14 +86,25 @@ def run(client: LauncherClient) -> Report:
     return report
 
 
+def _launcher_outputs(client: LauncherClient) -> dict[str, str] | None:
+    """The launcher stack's outputs, read by the client itself (so its own calls reuse them),
+    or None when the stack does not exist (the client's ``ConfigError``)."""
+    try:
+        return client.stack_outputs()
+    except LauncherError as err:
+        if err.type == "ConfigError":
+            return None
+        raise
+
+
 def _outputs(client: LauncherClient, stack: str) -> dict[str, str] | None:
-    """A stack's outputs, or None when it does not exist."""
+    """Another stack's outputs (the foundation's), or None when it does not exist."""
     try:
         stacks = client._client("cloudformation").describe_stacks(StackName=stack)["Stacks"]
     except ClientError as exc:
-        if "does not exist" in str(exc):
+        if "does not exist" in aws_message(exc):
             return None
-        raise LauncherError("AWSError", f"cloudformation:DescribeStacks {stack}: {exc}") from None
+        raise aws_error(exc, "cloudformation:DescribeStacks") from None
     return {o["OutputKey"]: o["OutputValue"] for o in (stacks[0].get("Outputs") or [])}
 
 
