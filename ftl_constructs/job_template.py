@@ -17,6 +17,7 @@ from pathlib import Path
 from aws_cdk import Stack, Token
 from constructs import Construct
 
+import image_sets
 from jobmodel import TemplateError, TemplateSpec, load_catalog, shipped_catalog, validate_template
 
 
@@ -131,6 +132,8 @@ class TrainingJobTemplate(Construct):
 
     Attributes:
         spec: the validated template with its image resolved.
+        image_set: the image's package set (``image_sets/``); synth fails, naming the
+            template and the image, when the image has none.
     """
 
     def __init__(self, scope: Construct, id: str, *, spec: TemplateSpec) -> None:
@@ -154,6 +157,12 @@ class TrainingJobTemplate(Construct):
                 ) from None
             spec = dataclasses.replace(spec, image_uri=image)
         validate_template(spec, require_image=True)
+        try:
+            self.image_set = image_sets.for_uri(spec.image_uri or "")
+        except image_sets.ImageSetError as err:
+            # The entrypoint is proven only in images whose software is written down (and
+            # run by the image matrix): an image without a package-set file is not shipped.
+            raise TemplateError(spec.name, "image", str(err)) from None
         self.spec = spec
 
 

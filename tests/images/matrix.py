@@ -1,0 +1,62 @@
+"""The image matrix's table: each shipped template, how it runs on a CPU, and what is overridden.
+
+One row per template. Everything else comes from the platform: the template's image (resolved
+as synth resolves it), its package set (``image_sets/``), and the rendered
+``CreateTrainingJob`` request (hyperparameters, channels, environment, instance type).
+
+Overrides (the only values changed from the rendered request, besides the paths a
+container on this machine needs: ``checkpoint_dir`` to a folder of the run instead of
+``/opt/ml/checkpoints``, and ``sagemaker_submit_directory`` to a local ``sourcedir.tar.gz``
+of ``training/`` instead of the S3 asset):
+
+* model size: a tiny model of the template's family built from a config in the image's own
+  transformers (``model_name_or_path`` points at it, or it is the ``model`` channel);
+* step counts: ``max_steps``, ``logging_steps`` (1, so SIGTERM lands after step 2),
+  ``save_steps``, ``eval_steps``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STEP_OVERRIDES: dict[str, Any] = {
+    "max_steps": 12,
+    "logging_steps": 1,
+    "save_steps": 5,
+    "eval_steps": 5,
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    template: str
+    family: str  # tiny model family: bert, roberta, distilbert, albert, gpt2, llama
+    nproc: int = 1  # processes torchrun starts (FSDP on a CPU needs two gloo ranks)
+    extra_overrides: dict[str, Any] = field(default_factory=dict)
+    cpu_note: str = ""  # what a CPU run cannot show for this template
+
+
+ROWS: dict[str, Row] = {
+    r.template: r
+    for r in (
+        Row("bert-large-qa", "bert"),
+        Row("roberta-large-mnli-mp", "roberta"),
+        Row("distilbert-spot", "distilbert"),
+        Row("distilbert-chain", "distilbert"),
+        Row("distilbert-multilingual-sentiment", "distilbert"),
+        Row("albert-mlm-pretrain", "albert"),
+        Row("gpt-tp-sharded", "gpt2"),
+        Row("llm-sft", "llama"),
+        Row("llm-lora", "llama"),
+        Row("llm-sft-fsdp", "llama", nproc=2),
+        Row("llm-smp-v2", "llama", nproc=2),
+    )
+}
+
+# Folders under tests/images/standins/ put on PYTHONPATH when the image ships the library.
+STAND_IN_DIRS = {
+    "smdistributed-dataparallel": "tests/images/standins/smdistributed-dataparallel",
+    "smdistributed-modelparallel": "tests/images/standins/smdistributed-modelparallel",
+    "torch-sagemaker": "tests/images/standins/torch-sagemaker",
+}
