@@ -1,0 +1,1 @@
+"""smddp's PyTorch bindings (stand-in; see ``smdistributed.dataparallel``)."""

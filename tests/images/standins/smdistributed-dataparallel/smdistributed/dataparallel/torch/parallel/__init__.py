@@ -1,0 +1,1 @@
+"""smddp's DistributedDataParallel (stand-in; see ``smdistributed.dataparallel``)."""

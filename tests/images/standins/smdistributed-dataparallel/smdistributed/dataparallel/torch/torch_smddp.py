@@ -1,0 +1,118 @@
+"""``import smdistributed.dataparallel.torch.torch_smddp``: the ``smddp`` process-group backend.
+
+Stand-in (see ``smdistributed.dataparallel``): ``smddp`` is registered with
+``torch.distributed.Backend.register_backend`` and backed by gloo; importing this module
+also fills in the launcher's environment when missing and lets ``DistributedDataParallel``
+take ``device_ids`` for a CPU module under this backend (the Trainer passes
+``device_ids=[SMDATAPARALLEL_LOCAL_RANK]``).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import socket
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from .. import _trace
+
+BACKEND = "smddp"
+
+
+def _first_int(names: tuple[str, ...], default: int) -> int:
+    for name in names:
+        value = os.environ.get(name)
+        if value not in (None, ""):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+    return default
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _fill_environment() -> dict[str, str]:
+    """What ``smddprun`` exports to each process, where the launch did not already."""
+    rank = _first_int(("OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK"), 0)
+    world = _first_int(("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "WORLD_SIZE"), 1)
+    local = _first_int(("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "LOCAL_RANK"), 0)
+    local_size = _first_int(("OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"), world)
+    filled = {}
+    for key, value in (
+        ("RANK", rank),
+        ("WORLD_SIZE", world),
+        ("LOCAL_RANK", local),
+        ("LOCAL_WORLD_SIZE", local_size),
+        ("SMDATAPARALLEL_LOCAL_RANK", local),
+        ("MASTER_ADDR", "127.0.0.1"),
+        ("MASTER_PORT", _free_port() if world == 1 else 29500),
+    ):
+        if not os.environ.get(key):
+            os.environ[key] = str(value)
+            filled[key] = str(value)
+    return filled
+
+
+def _create_process_group(store: Any, rank: int, size: int, timeout: Any) -> Any:
+    _trace("backend.create", rank=rank, world_size=size)
+    return dist.ProcessGroupGloo(store, rank, size, timeout)
+
+
+def _register() -> None:
+    if BACKEND.upper() in getattr(dist.Backend, "_plugins", {}):
+        return
+    params = inspect.signature(dist.Backend.register_backend).parameters
+    if "devices" in params:  # torch >= 2.1: one gloo backend for the CPU only
+        dist.Backend.register_backend(BACKEND, _create_process_group, devices=["cpu"])
+    else:  # torch 1.13 / 2.0
+        dist.Backend.register_backend(BACKEND, _create_process_group)
+
+
+def _is_standin_group(process_group: Any) -> bool:
+    try:
+        if not dist.is_initialized():
+            return False
+        return str(dist.get_backend(process_group)).lower() == BACKEND
+    except Exception:  # noqa: BLE001 - any doubt: leave DDP alone
+        return False
+
+
+def _patch_ddp_for_cpu_modules() -> None:
+    """DDP rejects ``device_ids`` for a CPU module; the Trainer passes them for smddp."""
+    ddp = torch.nn.parallel.DistributedDataParallel
+    if getattr(ddp.__init__, "_ftl_smddp_standin", False):
+        return
+    original = ddp.__init__
+
+    @functools.wraps(original)
+    def __init__(self: Any, module: torch.nn.Module, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+        device_ids = kwargs.get("device_ids", args[0] if args else None)
+        group = kwargs.get("process_group", args[3] if len(args) > 3 else None)
+        on_cpu = all(p.device.type == "cpu" for p in module.parameters())
+        if device_ids and on_cpu and _is_standin_group(group):
+            args = args[2:] if len(args) >= 2 else ()
+            if args:  # positional: device_ids, output_device, dim, ...
+                args = (None, None, *args)
+            kwargs.pop("device_ids", None)
+            kwargs.pop("output_device", None)
+            _trace("ddp.cpu_module", dropped_device_ids=list(device_ids))
+        _trace("ddp.wrap", module=type(module).__name__)
+        original(self, module, *args, **kwargs)
+
+    __init__._ftl_smddp_standin = True  # type: ignore[attr-defined]
+    ddp.__init__ = __init__  # type: ignore[method-assign]
+
+
+_filled = _fill_environment()
+_register()
+_patch_ddp_for_cpu_modules()
+_trace("import torch_smddp", filled_environment=_filled, torch=torch.__version__)

@@ -1,0 +1,1 @@
+"""SMP v1 backend (stand-in): only the exception classes the training toolkit lists."""
