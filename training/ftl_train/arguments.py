@@ -1,27 +1,21 @@
 """The Trainer's ``TrainingArguments``: hyperparameters and resolved performance settings,
-written for whichever transformers version the image has."""
+written with the newest field names (``compat.training_arguments_kwargs`` renames or drops
+them for the transformers version the image has)."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Mapping
 from typing import Any
 
-from . import parallel
+from . import compat, parallel
 from .defaults import Performance
 from .env import SageMakerEnv, select_backend, trainer_ddp_backend
 from .hparams import HyperparameterError, Hyperparameters
 from .preprocess import DEFAULT_BEST_METRIC
 
 logger = logging.getLogger("ftl_train")
-
-
-def _training_fields() -> set[str]:
-    from transformers import TrainingArguments
-
-    return {f.name for f in dataclasses.fields(TrainingArguments)}
 
 
 def _report_to(sm: SageMakerEnv) -> str:
@@ -36,7 +30,7 @@ def _report_to(sm: SageMakerEnv) -> str:
     return "tensorboard"
 
 
-def _evaluation(hp: Hyperparameters, has_eval: bool, fields: set[str]) -> dict[str, Any]:
+def _evaluation(hp: Hyperparameters, has_eval: bool) -> dict[str, Any]:
     """When to evaluate, and whether (and by which metric) to reload the best checkpoint."""
     eval_steps = hp.eval_steps if has_eval else 0
     step_eval = bool(has_eval and eval_steps > 0)
@@ -58,9 +52,7 @@ def _evaluation(hp: Hyperparameters, has_eval: bool, fields: set[str]) -> dict[s
         load_best_model_at_end=load_best,
         metric_for_best_model=metric if load_best else None,
         greater_is_better=greater if load_best else None,
-    )
-    kw["eval_strategy" if "eval_strategy" in fields else "evaluation_strategy"] = (
-        "steps" if step_eval else "no"
+        eval_strategy="steps" if step_eval else "no",
     )
     if step_eval:
         kw["eval_steps"] = eval_steps
@@ -68,7 +60,7 @@ def _evaluation(hp: Hyperparameters, has_eval: bool, fields: set[str]) -> dict[s
 
 
 def _sharding_and_checkpointing(
-    hp: Hyperparameters, perf: Performance, environ: Mapping[str, str], fields: set[str]
+    hp: Hyperparameters, perf: Performance, environ: Mapping[str, str]
 ) -> dict[str, Any]:
     """FSDP fields (with FSDP's own activation checkpointing) or the Trainer's checkpointing."""
     kw: dict[str, Any] = {}
@@ -78,29 +70,20 @@ def _sharding_and_checkpointing(
         perf.gradient_checkpointing,
     )
     kw.update(fsdp)
-    # transformers 5 renamed gradient_checkpointing to activation_checkpointing; under FSDP
-    # the checkpointing is FSDP's own (fsdp_config), the Trainer's would all-gather twice.
-    kw[
-        "activation_checkpointing"
-        if "activation_checkpointing" in fields
-        else "gradient_checkpointing"
-    ] = bool(perf.gradient_checkpointing and not fsdp)
+    # Under FSDP the checkpointing is FSDP's own (fsdp_config); the Trainer's would
+    # all-gather twice.
+    kw["activation_checkpointing"] = bool(perf.gradient_checkpointing and not fsdp)
     if perf.gradient_checkpointing and not fsdp:
-        ck = "activation_checkpointing_kwargs"
-        kw[ck if ck in fields else "gradient_checkpointing_kwargs"] = {"use_reentrant": False}
+        kw["activation_checkpointing_kwargs"] = {"use_reentrant": False}
     return kw
 
 
-def _version_dependent(
-    hp: Hyperparameters, perf: Performance, sm: SageMakerEnv, report_to: str, fields: set[str]
+def _optional(
+    hp: Hyperparameters, perf: Performance, sm: SageMakerEnv, report_to: str
 ) -> dict[str, Any]:
-    """Fields whose name or existence depends on the transformers version, and the CPU flag."""
-    kw: dict[str, Any] = {}
-    if "warmup_ratio" in fields:
-        kw["warmup_ratio"] = hp.warmup_ratio
-    else:
-        kw["warmup_steps"] = hp.warmup_ratio  # transformers 5: a float < 1 is a ratio
-    if report_to == "tensorboard" and "logging_dir" in fields:
+    """Fields set only in some runs, and the CPU flag."""
+    kw: dict[str, Any] = {"warmup_ratio": hp.warmup_ratio}
+    if report_to == "tensorboard":
         kw["logging_dir"] = sm.tensorboard_dir
     if not perf.cuda:
         # Said outright: bf16 autocast on a CPU wants it, and so does a multi-process CPU run
@@ -108,8 +91,7 @@ def _version_dependent(
         kw["use_cpu"] = True
     if perf.liger_kernel:
         kw["use_liger_kernel"] = True  # the Trainer patches the model with liger-kernel
-    if "save_safetensors" in fields:
-        kw["save_safetensors"] = True
+    kw["save_safetensors"] = True
     return kw
 
 
@@ -123,8 +105,7 @@ def build_training_arguments(
 ) -> Any:
     from transformers import TrainingArguments
 
-    fields = _training_fields()
-    evaluation = _evaluation(hp, has_eval, fields)
+    evaluation = _evaluation(hp, has_eval)
     report_to = _report_to(sm)
     kw: dict[str, Any] = dict(
         output_dir=checkpoint_dir,
@@ -161,10 +142,6 @@ def build_training_arguments(
         remove_unused_columns=True,
         **evaluation,
     )
-    kw.update(_version_dependent(hp, perf, sm, report_to, fields))
-    kw.update(_sharding_and_checkpointing(hp, perf, environ or os.environ, fields))
-    dropped = [k for k in kw if k not in fields]
-    for k in dropped:
-        logger.info("this transformers version has no TrainingArguments.%s; left out", k)
-        kw.pop(k)
-    return TrainingArguments(**kw)
+    kw.update(_optional(hp, perf, sm, report_to))
+    kw.update(_sharding_and_checkpointing(hp, perf, environ or os.environ))
+    return TrainingArguments(**compat.training_arguments_kwargs(kw, compat.training_fields()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .compat import fused_adamw_available
 from .env import DeviceCaps
 from .hparams import Hyperparameters
 
@@ -50,17 +51,6 @@ class Performance:
     liger_kernel: bool = False
     optim_state_dtype: str = "float32"
     notes: tuple[str, ...] = ()
-
-
-def fused_adamw_available() -> bool:
-    """The Trainer knows ``adamw_torch_fused`` and torch is 2.x (older images lack both)."""
-    try:
-        import torch
-        from transformers.training_args import OptimizerNames
-    except ImportError:
-        return False
-    known = {o.value for o in OptimizerNames}
-    return "adamw_torch_fused" in known and int(torch.__version__.split(".")[0]) >= 2
 
 
 def flash_attention_available() -> bool:

@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from . import compat
 from .data import DataError, load_split
 from .env import SageMakerEnv
 from .hparams import HyperparameterError, Hyperparameters
@@ -87,24 +88,6 @@ def plan_data(sm: SageMakerEnv) -> DataPlan:
     return DataPlan(train_path, eval_path, in_train)
 
 
-def _safe_extract(tar: tarfile.TarFile, dest: str) -> None:
-    try:
-        tar.extractall(dest, filter="data")
-    except TypeError:  # Python without extraction filters (older py39/py310 images)
-        root = os.path.realpath(dest)
-        for member in tar.getmembers():
-            target = os.path.realpath(os.path.join(dest, member.name))
-            if (
-                not (target == root or target.startswith(root + os.sep))
-                or member.issym()
-                or member.islnk()
-            ):
-                raise DataError(
-                    f"refusing to extract {member.name!r} from the model archive"
-                ) from None
-        tar.extractall(dest)  # noqa: S202 - members checked above
-
-
 def _extract_model_tarball(tar_path: str) -> str | None:
     """Unpack once per node into the cache folder; return the folder holding config.json."""
     st = os.stat(tar_path)
@@ -112,8 +95,12 @@ def _extract_model_tarball(tar_path: str) -> str | None:
     dest = os.path.join(cache_dir(), "model-" + hashlib.sha256(key.encode()).hexdigest()[:16])
     if not os.path.isdir(dest):
         tmp = tempfile.mkdtemp(prefix=".extract-", dir=cache_dir())
-        with tarfile.open(tar_path) as tar:
-            _safe_extract(tar, tmp)
+        try:
+            with tarfile.open(tar_path) as tar:
+                compat.safe_extract(tar, tmp)
+        except (tarfile.TarError, ValueError) as exc:  # a link or a path outside the folder
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise DataError(f"model archive {tar_path}: {exc}") from None
         try:
             os.rename(tmp, dest)  # atomic; another process may have won the race
         except OSError:

@@ -22,6 +22,7 @@ import os
 import shutil
 from typing import Any
 
+from . import compat
 from .hparams import HyperparameterError, Hyperparameters
 
 logger = logging.getLogger("ftl_train")
@@ -64,7 +65,7 @@ def quantization_kwargs(hp: Hyperparameters) -> dict[str, Any]:
             bnb_4bit_compute_dtype=torch.bfloat16,
             bnb_4bit_quant_storage=torch.bfloat16,
         ),
-        "dtype": torch.bfloat16,
+        **compat.dtype_kwargs(torch.bfloat16),
     }
 
 
@@ -124,7 +125,9 @@ def merge_adapter(base_path: str, adapter_dir: str, out_dir: str) -> None:
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    base = AutoModelForCausalLM.from_pretrained(base_path, dtype="auto", device_map=None)
+    base = AutoModelForCausalLM.from_pretrained(
+        base_path, device_map=None, **compat.dtype_kwargs("auto")
+    )
     merged = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
     tmp = out_dir.rstrip("/") + ".merging"
     shutil.rmtree(tmp, ignore_errors=True)

@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from . import compat
+
 logger = logging.getLogger("ftl_train")
 
 IGNORE = -100
@@ -79,7 +81,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         return gh, gw, None, None, None, None
 
 
-@torch.compiler.disable
+@compat.compiler_disable
 def linear_cross_entropy(
     hidden: torch.Tensor,
     weight: torch.Tensor,
@@ -101,9 +103,7 @@ def linear_cross_entropy(
     # a device tensor stays one (no host sync per step)
     scale = 1.0 / torch.as_tensor(n, dtype=torch.float32, device=hidden.device)
     device_type = hidden.device.type
-    dtype = hidden.dtype
-    if torch.is_autocast_enabled(device_type):
-        dtype = torch.get_autocast_dtype(device_type)
+    dtype = compat.autocast_dtype(device_type) or hidden.dtype
     if y.numel() == 0:
         return (hidden.sum() * 0.0 + weight.sum() * 0.0).float()
     with torch.autocast(device_type, enabled=False):

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from typing import Any
 
-from . import attention, lora
+from . import attention, compat, lora
 from . import loss as fused_loss
 from .callbacks import MetricLineCallback
 from .defaults import Performance
@@ -31,21 +30,21 @@ def weight_dtype(hp: Hyperparameters, perf: Performance) -> Any:
 
 def load_model(hp: Hyperparameters, model_path: str, perf: Performance, model_kwargs: dict) -> Any:
     auto = model_auto_class(hp.task)
-    kwargs = dict(model_kwargs)
+    kwargs = compat.dtype_kwargs(weight_dtype(hp, perf))
+    kwargs.update(model_kwargs)
     kwargs.update(lora.quantization_kwargs(hp))
-    kwargs.setdefault("dtype", weight_dtype(hp, perf))
     attn = perf.attn_implementation
     if attn == attention.NAME:
         attention.register()
     try:
-        model = auto.from_pretrained(model_path, attn_implementation=attn, **kwargs)
+        model = auto.from_pretrained(model_path, **compat.attention_kwargs(attn), **kwargs)
     except (ValueError, ImportError) as exc:
         if attn == "eager":
             raise
         logger.warning(
             "attn_implementation=%s is not available for this model (%s); using eager", attn, exc
         )
-        model = auto.from_pretrained(model_path, attn_implementation="eager", **kwargs)
+        model = auto.from_pretrained(model_path, **compat.attention_kwargs("eager"), **kwargs)
     if hp.task in ("clm", "sft"):
         if getattr(model.config, "pad_token_id", None) is None:
             model.config.pad_token_id = model.config.eos_token_id
@@ -119,20 +118,15 @@ def make_trainer(
     kernels = kernels_of(model, perf)
     trainer_kwargs["callbacks"].insert(1, KernelLines(kernels))
     override = optimizer_override(args, perf)
-    from transformers import Trainer
-
     if override is not None:
-        if "optimizer_cls_and_kwargs" not in inspect.signature(Trainer.__init__).parameters:
+        if not compat.trainer_takes_optimizer_cls():
             raise HyperparameterError(
                 "hyperparameter optim_state_dtype=bfloat16 needs transformers >= 4.47 "
                 "(Trainer(optimizer_cls_and_kwargs=...)); this image has an older one"
             )
         trainer_kwargs["optimizer_cls_and_kwargs"] = override
 
-    if "processing_class" in inspect.signature(Trainer.__init__).parameters:
-        trainer_kwargs["processing_class"] = tokenizer
-    else:  # transformers < 4.46
-        trainer_kwargs["tokenizer"] = tokenizer
+    trainer_kwargs.update(compat.trainer_tokenizer_kwargs(tokenizer))
     trainer = FtlTrainer(**trainer_kwargs)
     trainer.ftl_kernels = kernels
     # The printer echoes every log dict; the ftl_metric lines already carry them.

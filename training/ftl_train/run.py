@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import checkpoints, hparams, kernels, lora, parallel
+from . import checkpoints, compat, hparams, kernels, lora, parallel
 from .arguments import build_training_arguments
 from .batching import BatchPlan, apply_global_batch
 from .callbacks import SigtermCheckpointCallback
@@ -169,7 +169,7 @@ def _save_outputs(run: Run, results: dict[str, Any]) -> None:
     and the log history to SM_OUTPUT_DATA_DIR."""
     trainer = run.trainer
     if run.hp.task in ("clm", "sft"):
-        trainer.accelerator.unwrap_model(trainer.model).config.use_cache = True  # for generation
+        compat.unwrap_model(trainer).config.use_cache = True  # for generation
     if run.hp.peft != "none":
         lora.save_final(
             trainer, run.tokenizer, run.sm.model_dir, run.model_path, run.hp.merge_adapter
@@ -204,7 +204,7 @@ def main(
         return 0
     try:
         run = prepare_run(argv, environ, callbacks=callbacks)
-        checkpoints.check_resumable(run.resume_from, bool(run.trainer.is_fsdp_enabled))
+        checkpoints.check_resumable(run.resume_from, compat.trainer_fsdp_enabled(run.trainer))
     except (HyperparameterError, DataError, checkpoints.CheckpointError) as exc:
         print(f"ftl_train: error: {exc}", file=sys.stderr, flush=True)
         return 2

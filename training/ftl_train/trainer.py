@@ -13,7 +13,7 @@ import torch
 from transformers import Trainer, TrainerCallback
 from transformers.trainer_pt_utils import LengthGroupedSampler
 
-from . import checkpoints
+from . import checkpoints, compat
 from .throughput import TokenMeter, cuda_device_name, mfu, peak_flops
 
 logger = logging.getLogger("ftl_train")
@@ -153,13 +153,13 @@ class FtlTrainer(Trainer):
         self._ftl_fpt = ftl_flops_per_token
         self._ftl_peak = peak_flops(cuda_device_name())
         if ftl_is_lm:
-            pad = getattr(self.processing_class, "pad_token_id", None)
+            pad = getattr(compat.trainer_tokenizer(self), "pad_token_id", None)
             self._ftl_meter = TokenMeter(pad)
             self.add_callback(_MeterStart(self._ftl_meter))
 
     def ftl_save_model(self, output_dir: str) -> None:
         """The final model as plain safetensors, also under FSDP (whose checkpoints are sharded)."""
-        if not self.is_fsdp_enabled:
+        if not compat.trainer_fsdp_enabled(self):
             self.save_model(output_dir)
             return
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
@@ -210,7 +210,7 @@ class FtlTrainer(Trainer):
         from transformers.utils import is_sagemaker_mp_enabled
 
         if is_sagemaker_mp_enabled() or (
-            getattr(self, "accelerator", None) is None and self.args.world_size > 1
+            compat.trainer_accelerator(self) is None and self.args.world_size > 1
         ):
             # Model parallel, or a Trainer without accelerate (transformers < 4.30) that
             # shards data with its own distributed samplers: keep the Trainer's sampler.
@@ -227,24 +227,8 @@ class FtlTrainer(Trainer):
         return super()._get_train_sampler(*args, **kwargs)
 
     def ftl_barrier(self) -> None:
-        """Wait for every process (transformers < 4.30 has no accelerator on the Trainer)."""
-        accelerator = getattr(self, "accelerator", None)
-        if accelerator is not None:
-            accelerator.wait_for_everyone()
-            return
-        if self.args.world_size <= 1:
-            return
-        from transformers.utils import is_sagemaker_mp_enabled
-
-        if is_sagemaker_mp_enabled():
-            import smdistributed.modelparallel.torch as smp
-
-            smp.barrier()
-            return
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            dist.barrier()
+        """Wait for every process."""
+        compat.barrier(self)
 
     # -- resuming and best-model loading restore every weight
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: Any = None) -> None:

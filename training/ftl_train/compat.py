@@ -1,0 +1,286 @@
+"""Every difference between the library versions of the images the templates name, in one place.
+
+The entrypoint runs in four package sets (``image_sets/*.json``): transformers 4.26 / torch
+1.13.1 / Python 3.9, transformers 4.44.2 and 4.49 / torch 2.5.1 / Python 3.11, transformers
+5.3 / torch 2.9 / Python 3.12, and the project's own newer pins. The rest of ``ftl_train``
+is written for the newest API and calls the helpers here wherever an older release spells
+something differently or lacks it. Each helper detects the feature itself (an attribute,
+a signature parameter, a dataclass field), not a version string, and its docstring names
+the versions on each side. ``tests/training/test_train_compat.py`` runs both branches of
+each one.
+
+Imports of torch and transformers stay inside the functions, so that modules which need
+neither (hyperparameters, checkpoints, inputs) can use this one cheaply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import logging
+import os
+import tarfile
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+logger = logging.getLogger("ftl_train")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# ---------------------------------------------------------------------------- Python
+
+
+def safe_extract(tar: tarfile.TarFile, dest: str) -> None:
+    """Unpack ``tar`` into ``dest`` refusing links and paths that leave it.
+
+    Python 3.12, and the security releases 3.9.17 / 3.10.12 / 3.11.4, have extraction
+    filters (``extractall(filter="data")``); an older 3.9 (the transformers 4.26 image's
+    interpreter may be one) does not, so the same rule is applied by hand there.
+    """
+    if hasattr(tarfile, "data_filter"):
+        tar.extractall(dest, filter="data")
+        return
+    root = os.path.realpath(dest)
+    for member in tar.getmembers():
+        target = os.path.realpath(os.path.join(dest, member.name))
+        if (
+            not (target == root or target.startswith(root + os.sep))
+            or member.issym()
+            or member.islnk()
+            or member.isdev()
+        ):
+            raise ValueError(f"refusing to extract {member.name!r} from the model archive")
+    tar.extractall(dest)
+
+
+# ---------------------------------------------------------------------------- torch
+
+
+def compiler_disable(fn: F) -> F:
+    """``torch.compiler.disable(fn)``: keep ``fn`` out of torch.compile graphs.
+
+    ``torch.compiler`` exists from torch 2.1; torch 1.13 (the transformers 4.26 image) has
+    no compiler at all, so there is nothing to keep ``fn`` out of and it is returned as is.
+    """
+    import torch
+
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return fn if disable is None else disable(fn)
+
+
+def autocast_dtype(device_type: str) -> Any:
+    """The dtype autocast computes in on ``device_type``, or None when autocast is off there.
+
+    torch >= 2.4: ``torch.is_autocast_enabled(device_type)`` and
+    ``torch.get_autocast_dtype(device_type)``. Older torch (1.13, 2.0-2.3) has per-device
+    functions: ``is_autocast_enabled()`` / ``get_autocast_gpu_dtype()`` for CUDA and
+    ``is_autocast_cpu_enabled()`` / ``get_autocast_cpu_dtype()`` for the CPU.
+    """
+    import torch
+
+    if hasattr(torch, "get_autocast_dtype"):
+        if not torch.is_autocast_enabled(device_type):
+            return None
+        return torch.get_autocast_dtype(device_type)
+    if device_type == "cpu":
+        on, get = torch.is_autocast_cpu_enabled, torch.get_autocast_cpu_dtype
+    else:
+        on, get = torch.is_autocast_enabled, torch.get_autocast_gpu_dtype
+    return get() if on() else None
+
+
+def fused_adamw_available() -> bool:
+    """The Trainer can run PyTorch's fused AdamW (``optim=adamw_torch_fused``).
+
+    Needs ``torch.optim.AdamW(fused=...)`` (torch >= 2.0) and the Trainer's
+    ``adamw_torch_fused`` choice (transformers >= 4.28); torch 1.13 / transformers 4.26
+    lack both.
+    """
+    try:
+        import torch
+        from transformers.training_args import OptimizerNames
+    except ImportError:
+        return False
+    known = {o.value for o in OptimizerNames}
+    return (
+        "adamw_torch_fused" in known
+        and "fused" in inspect.signature(torch.optim.AdamW.__init__).parameters
+    )
+
+
+# ---------------------------------------------------------------------------- transformers: models
+
+
+@functools.cache
+def _dtype_keyword() -> str:
+    from transformers import PretrainedConfig
+
+    return "dtype" if "dtype" in PretrainedConfig().to_dict() else "torch_dtype"
+
+
+def dtype_kwargs(dtype: Any) -> dict[str, Any]:
+    """``from_pretrained``'s weight-dtype keyword: ``{"dtype": dtype}`` or ``{"torch_dtype": ...}``.
+
+    transformers >= 4.56 (5.x included) spells it ``dtype`` (``torch_dtype`` deprecated),
+    and its configs store ``dtype``; 4.55 and older (4.26, 4.44, 4.49) take only
+    ``torch_dtype`` and hand an unknown ``dtype`` to the model's ``__init__``, which
+    raises a TypeError. Told apart by the config's own key.
+    """
+    return {_dtype_keyword(): dtype}
+
+
+@functools.cache
+def _selectable_attention() -> bool:
+    from transformers import PretrainedConfig
+
+    return hasattr(PretrainedConfig(), "_attn_implementation")
+
+
+def attention_kwargs(attn: str) -> dict[str, Any]:
+    """``from_pretrained(attn_implementation=attn)`` where the attention is selectable.
+
+    transformers >= 4.36 chooses the attention kernel per model (``eager``, ``sdpa``,
+    ``flash_attention_2``, registered ones) and keeps it in ``config._attn_implementation``.
+    4.26 has no choice (each model has its one attention, the eager kind) and hands the
+    unknown keyword to the model's ``__init__``, a TypeError: there it is left out.
+    """
+    if _selectable_attention():
+        return {"attn_implementation": attn}
+    if attn not in ("eager", "sdpa"):
+        logger.warning(
+            "attn_implementation=%s: this transformers has no attention choice; "
+            "the model's own attention is used",
+            attn,
+        )
+    return {}
+
+
+# ---------------------------------------------------------------------------- transformers: Trainer
+
+
+def _trainer_init_parameters() -> Mapping[str, Any]:
+    from transformers import Trainer
+
+    return inspect.signature(Trainer.__init__).parameters
+
+
+def trainer_tokenizer_kwargs(tokenizer: Any) -> dict[str, Any]:
+    """The Trainer's tokenizer argument: ``processing_class`` (transformers >= 4.46; 5.x has
+    only that) or ``tokenizer`` (older)."""
+    if "processing_class" in _trainer_init_parameters():
+        return {"processing_class": tokenizer}
+    return {"tokenizer": tokenizer}
+
+
+def trainer_takes_optimizer_cls() -> bool:
+    """``Trainer(optimizer_cls_and_kwargs=...)`` exists (transformers >= 4.47)."""
+    return "optimizer_cls_and_kwargs" in _trainer_init_parameters()
+
+
+def trainer_tokenizer(trainer: Any) -> Any:
+    """The Trainer's tokenizer: ``trainer.processing_class`` (>= 4.46), ``trainer.tokenizer``
+    before."""
+    if hasattr(trainer, "processing_class"):
+        return trainer.processing_class
+    return getattr(trainer, "tokenizer", None)
+
+
+def trainer_accelerator(trainer: Any) -> Any:
+    """The Trainer's accelerate ``Accelerator`` (transformers >= 4.30), or None: 4.26's
+    Trainer wraps the model and shards the data itself."""
+    return getattr(trainer, "accelerator", None)
+
+
+def trainer_fsdp_enabled(trainer: Any) -> bool:
+    """The Trainer runs PyTorch FSDP: ``trainer.is_fsdp_enabled`` (transformers >= 4.30,
+    set by accelerate), else its own ``fsdp`` list (4.26, no FSDP template runs there)."""
+    if hasattr(trainer, "is_fsdp_enabled"):
+        return bool(trainer.is_fsdp_enabled)
+    return bool(getattr(trainer, "fsdp", None))
+
+
+def unwrap_model(trainer: Any) -> Any:
+    """The bare model under the Trainer's DDP/FSDP wrappers: ``accelerator.unwrap_model``
+    (transformers >= 4.30), else transformers' own ``unwrap_model`` (4.26)."""
+    accelerator = trainer_accelerator(trainer)
+    if accelerator is not None:
+        return accelerator.unwrap_model(trainer.model)
+    from transformers.modeling_utils import unwrap_model as hf_unwrap
+
+    return hf_unwrap(trainer.model)
+
+
+def barrier(trainer: Any) -> None:
+    """Wait for every process of the job.
+
+    transformers >= 4.30: the Trainer's accelerator. 4.26 has none: SMP v1
+    (``smdistributed.modelparallel``) has its own barrier, else ``torch.distributed``'s.
+    """
+    accelerator = trainer_accelerator(trainer)
+    if accelerator is not None:
+        accelerator.wait_for_everyone()
+        return
+    if trainer.args.world_size <= 1:
+        return
+    from transformers.utils import is_sagemaker_mp_enabled
+
+    if is_sagemaker_mp_enabled():
+        import smdistributed.modelparallel.torch as smp  # type: ignore[import-not-found]
+
+        smp.barrier()
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+# ---------------------------------------------------------------------------- TrainingArguments
+
+
+def training_fields() -> set[str]:
+    """The fields this transformers' ``TrainingArguments`` has."""
+    from transformers import TrainingArguments
+
+    return {f.name for f in dataclasses.fields(TrainingArguments)}
+
+
+# newest name -> the name older releases use for the same setting
+_RENAMED_FIELDS = {
+    # transformers 4.41 renamed evaluation_strategy (4.26, gone in 5.x)
+    "eval_strategy": "evaluation_strategy",
+    # transformers 5 renamed gradient_checkpointing (4.x has only that one)
+    "activation_checkpointing": "gradient_checkpointing",
+    "activation_checkpointing_kwargs": "gradient_checkpointing_kwargs",
+    # transformers 4.34 renamed no_cuda
+    "use_cpu": "no_cuda",
+}
+
+
+def training_arguments_kwargs(kw: Mapping[str, Any], fields: set[str]) -> dict[str, Any]:
+    """``TrainingArguments`` keywords, written with the newest names, for this release.
+
+    * a renamed field gets the old name where only that exists (``_RENAMED_FIELDS``:
+      ``eval_strategy`` < 4.41 ``evaluation_strategy``; ``activation_checkpointing[_kwargs]``
+      < 5.0 ``gradient_checkpointing[_kwargs]``; ``use_cpu`` < 4.34 ``no_cuda``);
+    * ``warmup_ratio``: transformers 5 dropped it, and its ``warmup_steps`` takes a float
+      below 1 as a ratio;
+    * anything else this release lacks is left out, logged (``save_safetensors``, gone in 5
+      and missing in 4.26, which writes ``pytorch_model.bin``; ``logging_dir``, gone in 5;
+      ``ddp_backend``, ``fsdp_config``, ``use_liger_kernel``, ``gradient_checkpointing_kwargs``
+      missing in 4.26).
+    """
+    out: dict[str, Any] = {}
+    for key, value in kw.items():
+        name = key
+        if name not in fields and _RENAMED_FIELDS.get(name) in fields:
+            name = _RENAMED_FIELDS[name]
+        if name == "warmup_ratio" and name not in fields and "warmup_steps" in fields:
+            name = "warmup_steps"
+        if name not in fields:
+            logger.info("this transformers version has no TrainingArguments.%s; left out", key)
+            continue
+        out[name] = value
+    return out
