@@ -370,3 +370,32 @@ def test_smp_v1_stand_in_refuses_what_one_process_cannot_do(tmp_path: Path):
     assert "outside-step: refused" in out
     assert "split: batch size 3 (axis 0) is not divisible by microbatches 2" in out
     assert "microbatches: 2 StepOutput" in out
+
+
+def test_smddprun_exports_each_ranks_environment_from_open_mpi(tmp_path: Path):
+    """The toolkit's ``mpirun ... smddprun python ...``: the stand-in launcher gives each rank
+    the variables accelerate and the Trainer read (LOCAL_RANK, SMDATAPARALLEL_LOCAL_RANK)."""
+    env = _env(
+        tmp_path,
+        [],
+        {
+            "OMPI_COMM_WORLD_RANK": "3",
+            "OMPI_COMM_WORLD_SIZE": "4",
+            "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+            "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+        },
+    )
+    done = subprocess.run(
+        [
+            str(SMDDP / "bin" / "smddprun"),
+            "sh",
+            "-c",
+            "echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $SMDATAPARALLEL_LOCAL_RANK",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["3", "4", "1", "2", "1"]

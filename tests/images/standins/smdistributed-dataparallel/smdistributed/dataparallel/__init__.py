@@ -30,6 +30,14 @@ What it implements (every call the HF Trainer / accelerate in the catalog's imag
   ``ReduceOp``) and ``smdistributed.dataparallel.torch.parallel.distributed
   .DistributedDataParallel``, over the same backend.
 - ``smdistributed.dataparallel.exceptions`` (the training toolkit lists its classes).
+- ``bin/smddprun`` (put ``bin`` on ``PATH`` to use it): the training toolkit runs ``mpirun ...
+  smddprun python train.py`` when ``which smddprun`` finds one; it exports ``RANK``,
+  ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE`` and ``SMDATAPARALLEL_LOCAL_RANK`` from
+  Open MPI's variables and runs the command.
+
+On a CPU the Trainer only takes the smddp path when ``TrainingArguments.use_cpu`` is off and
+``ACCELERATE_TORCH_DEVICE=cpu`` names the device: with ``use_cpu`` accelerate never imports
+``torch_smddp`` (no process group), yet transformers 4.49 still wraps the model for smddp.
 
 Every call is appended as one JSON line to the file named by ``FTL_STANDIN_TRACE`` (when set),
 so a test can assert the path was really taken.
