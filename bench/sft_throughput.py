@@ -129,6 +129,7 @@ class SftResult:
     mfu: float | None
     peak_mem_gib: float | None
     kernels: dict | None = None
+    profile: dict | None = None
 
 
 def build_workdir(cfg: dict, root: Path, n_examples: int, seed: int = 0) -> dict[str, Path]:
@@ -172,13 +173,18 @@ def build_workdir(cfg: dict, root: Path, n_examples: int, seed: int = 0) -> dict
     return {"model": model_dir, "train": train}
 
 
-def make_timer(warmup: int, cuda: bool):
-    """Marks the measured window: from the end of step ``warmup`` to the last step."""
+def make_timer(warmup: int, cuda: bool, end: int | None = None, profile_steps: int = 0):
+    """Marks the measured window: from the end of step ``warmup`` to step ``end`` (default the
+    last step). With ``profile_steps``, the steps after ``end`` run under torch.profiler
+    (``prof``), outside the measured window."""
     from transformers import TrainerCallback
 
     class Timer(TrainerCallback):
         t0 = t1 = None
         measuring = False
+        prof = None
+        prof_seconds = 0.0
+        _p0 = 0.0
 
         def _now(self) -> float:
             if cuda:
@@ -188,15 +194,141 @@ def make_timer(warmup: int, cuda: bool):
             return time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
+            last = end if end is not None else state.max_steps
             if state.global_step == warmup:
                 self.t0, self.measuring = self._now(), True
-            elif state.global_step == state.max_steps and self.measuring:
+            elif state.global_step == last and self.measuring:
                 self.t1, self.measuring = self._now(), False
+                if profile_steps > 0:
+                    self._start_profile()
+            elif self.prof is not None and state.global_step == last + profile_steps:
+                self.prof_seconds = self._now() - self._p0
+                self.prof.stop()
+            if state.global_step >= state.max_steps:
+                # no end-of-training checkpoint: for a 1B model that writes the weights and
+                # AdamW states (15 GB), after the measurement and of no use to it
+                control.should_save = False
+                return control
+            return None
+
+        def _start_profile(self):
+            import torch
+
+            acts = [torch.profiler.ProfilerActivity.CPU]
+            if cuda:
+                acts.append(torch.profiler.ProfilerActivity.CUDA)
+            self.prof = torch.profiler.profile(activities=acts)
+            self.prof.start()
+            self._p0 = time.perf_counter()
 
     return Timer()
 
 
-def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, cuda: bool):
+# Kernel name patterns -> where the device time goes (first match wins).
+KERNEL_CLASSES = (
+    ("attention", ("flash", "fmha", "attention", "attn")),
+    (
+        "matmul",
+        (
+            "gemm",
+            "cutlass",
+            "xmma",
+            "nvjet",
+            "cublas",
+            "matmul",
+            "sm90_",
+            "wgmma",
+            "::mm",
+            "addmm",
+            "bmm",
+        ),
+    ),
+    ("optimizer", ("multi_tensor", "adam", "foreach")),
+    ("loss/softmax", ("cross_entropy", "log_softmax", "softmax", "nll_loss")),
+    ("copy/memset", ("memcpy", "memset", "copy_")),
+    ("compiled (triton)", ("triton",)),
+    ("elementwise/reduce", ("elementwise", "reduce", "vectorized", "unrolled")),
+)
+
+
+def kernel_profile(prof, cuda: bool, seconds: float, steps: int, top: int = 15) -> dict:
+    """The profiled steps' top kernels by device time (CPU: top ops by self CPU time), the
+    device time by kind of kernel, and device time against wall time (the idle share)."""
+    import torch
+
+    def collect(kernels_only: bool) -> list[tuple[str, float, int]]:
+        rows = []
+        for e in prof.key_averages():
+            if cuda:
+                on_device = getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA
+                if kernels_only and not on_device:
+                    continue
+                us = getattr(e, "self_device_time_total", None)
+                if us is None:
+                    us = getattr(e, "self_cuda_time_total", 0.0)
+            else:
+                us = e.self_cpu_time_total
+            if us and us > 0:
+                rows.append((e.key, float(us), int(e.count)))
+        return rows
+
+    # kernels (device-side events); should none be tagged so, every event with device time
+    rows = collect(True) or collect(False)
+    rows.sort(key=lambda r: -r[1])
+    total_us = sum(r[1] for r in rows) or 1.0
+    classes: dict[str, float] = {}
+    for name, us, _n in rows:
+        low = name.lower()
+        kind = next((k for k, pats in KERNEL_CLASSES if any(p in low for p in pats)), "other")
+        classes[kind] = classes.get(kind, 0.0) + us
+    return {
+        "unit": "device time" if cuda else "self CPU time",
+        "steps": steps,
+        "wall_ms": 1000 * seconds,
+        "busy_ms": total_us / 1000,
+        "busy_share_of_wall": (total_us / 1e6) / seconds if seconds > 0 else None,
+        "by_kind_pct": {
+            k: round(100 * v / total_us, 2)
+            for k, v in sorted(classes.items(), key=lambda kv: -kv[1])
+        },
+        "top": [
+            {
+                "name": n[:160],
+                "ms": round(us / 1000, 3),
+                "calls": c,
+                "pct": round(100 * us / total_us, 2),
+            }
+            for n, us, c in rows[:top]
+        ],
+    }
+
+
+def print_profile(name: str, prof: dict) -> None:
+    if "error" in prof:
+        print(f"profile of {name!r} failed: {prof['error']}")
+        return
+    share = prof.get("busy_share_of_wall")
+    print(
+        f"\nprofile of {name!r}: {prof['steps']} steps, wall {prof['wall_ms']:.1f} ms, "
+        f"{prof['unit']} {prof['busy_ms']:.1f} ms"
+        + (f" ({100 * share:.1f}% of wall)" if share is not None else "")
+    )
+    print("by kind: " + ", ".join(f"{k} {v:.1f}%" for k, v in prof["by_kind_pct"].items()))
+    print(f"{'%':>6} {'ms':>10} {'calls':>6}  kernel")
+    for r in prof["top"]:
+        print(f"{r['pct']:6.2f} {r['ms']:10.3f} {r['calls']:>6}  {r['name'][:120]}")
+
+
+def run_one(
+    name: str,
+    overrides: dict,
+    cfg: dict,
+    channels: dict,
+    root: Path,
+    cuda: bool,
+    profile_steps: int = 0,
+    profile_top: int = 15,
+):
     import gc
     import logging
 
@@ -215,7 +347,7 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
         "task": "sft",
         "max_seq_length": cfg["seq"],
         "per_device_train_batch_size": cfg["batch"],
-        "max_steps": warmup + steps,
+        "max_steps": warmup + steps + profile_steps,
         "save_steps": 10**9,
         "logging_steps": 10**9,
         "eval_steps": 0,
@@ -230,7 +362,7 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
         "SM_MODEL_DIR": str(root / f"out-{name}"), "SM_OUTPUT_DATA_DIR": str(root / f"data-{name}"),
         "FTL_CACHE_DIR": str(root / "cache"),
     })  # fmt: skip
-    timer = make_timer(warmup, cuda)
+    timer = make_timer(warmup, cuda, warmup + steps, profile_steps)
     run = prepare_run(argv, env, callbacks=[timer])
     run.trainer.remove_callback(MetricLineCallback)
     run.trainer.remove_callback(KernelLines)  # the kernels are in the table and the JSON
@@ -254,12 +386,22 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
     finally:
         handle.remove()
         grown = rss.stop() if rss is not None else None
+        if timer.prof is not None and timer.prof_seconds == 0.0:
+            timer.prof.stop()  # training ended early
     seconds = (timer.t1 or time.perf_counter()) - (timer.t0 or time.perf_counter())
     tps = meter.global_total(1) / seconds if seconds > 0 else 0.0
     perf = run.perf
     precision = ("bf16" if perf.bf16 else "fp16" if perf.fp16 else "fp32") + (
         "+tf32" if perf.tf32 else ""
     )
+    profile = None
+    if timer.prof is not None and timer.prof_seconds > 0:
+        try:
+            profile = kernel_profile(
+                timer.prof, cuda, timer.prof_seconds, profile_steps, profile_top
+            )
+        except Exception as exc:  # the figures above stand without it
+            profile = {"error": f"{type(exc).__name__}: {exc}"[:300], "top": [], "by_kind_pct": {}}
     result = SftResult(
         name=name, precision=precision, attention=run.trainer.model.config._attn_implementation,
         packing=bool(run.hp.packing), optim=perf.optim, batch=batch, steps=steps,
@@ -267,6 +409,7 @@ def run_one(name: str, overrides: dict, cfg: dict, channels: dict, root: Path, c
         mfu=mfu(run.trainer._ftl_fpt or 0.0, tps, peak_flops(cuda_device_name()), 1),
         peak_mem_gib=torch.cuda.max_memory_allocated() / 2**30 if cuda else grown / 2**30,
         kernels=run.trainer.ftl_kernels.as_dict(),
+        profile=profile,
     )  # fmt: skip
     del run
     if cuda:
@@ -301,16 +444,35 @@ def _ratios(results: list) -> dict[str, float]:
     return out
 
 
+def _print_row(r) -> None:
+    m = f"{100 * r.mfu:.2f}%" if r.mfu is not None else "n/a"
+    mem = f"{r.peak_mem_gib:.2f}" if r.peak_mem_gib is not None else "n/a"
+    print(
+        f"[{time.strftime('%H:%M:%S')}] {r.name}: {r.tokens_per_s:.0f} tokens/s, MFU {m}, peak"
+        f" {mem} GiB ({r.steps} steps in {r.seconds:.2f} s; {r.precision}, {r.attention},"
+        f" loss {(r.kernels or {}).get('loss', '?')})",
+        flush=True,
+    )
+
+
 def main(
     config: str,
     json_path: str | None,
     repeats: int | None,
     variants: list[dict] | None = None,
     skip_plain: bool = False,
+    steps: int | None = None,
+    warmup: int | None = None,
+    plain_steps: int | None = None,
+    order: list[str] | None = None,
+    profile_steps: int = 0,
+    profile_top: int = 15,
 ) -> int:
     """plain, today's defaults and the new defaults, alternating; each ``variants`` entry adds
     a run of the defaults with those overrides (a run that fails, e.g. out of memory, is
-    reported)."""
+    reported). ``steps``/``warmup``/``plain_steps`` override the config's step counts,
+    ``order`` picks and orders the configurations, and ``profile_steps`` profiles that many
+    steps after each tuned run's measured window (the best run's top kernels are printed)."""
     import shutil
     import tempfile
     from dataclasses import asdict
@@ -319,34 +481,68 @@ def main(
 
     cuda = torch.cuda.is_available()
     cfg_name = config if config != "auto" else ("llama-1b" if cuda else "tiny")
-    cfg = CONFIGS[cfg_name]
+    cfg = dict(CONFIGS[cfg_name])
+    for key, value in (("steps", steps), ("warmup", warmup), ("steps_plain", plain_steps)):
+        if value is not None:
+            cfg[key] = value
     device = torch.cuda.get_device_name() if cuda else f"cpu ({torch.get_num_threads()} threads)"
     root = Path(tempfile.mkdtemp(prefix="ftl_bench_sft_"))
+    results: list = []
+    failed: dict[str, str] = {}
+    reps = repeats or (1 if cuda else 2)
+
+    def write_json() -> None:
+        if json_path:
+            Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+            Path(json_path).write_text(json.dumps(
+                {"task": "sft", "config": cfg_name, "device": device, "cfg": cfg,
+                 "ratios": _ratios(results), "failed": failed,
+                 "results": [asdict(r) for r in results]}, indent=2))  # fmt: skip
+
+    def attempt(name: str, overrides: dict, runs: list) -> None:
+        t = time.perf_counter()
+        print(f"[{time.strftime('%H:%M:%S')}] {name}: {json.dumps(overrides)}", flush=True)
+        try:
+            prof = 0 if name == "plain" else profile_steps
+            runs.append(run_one(name, overrides, cfg, channels, root, cuda, prof, profile_top))
+            _print_row(runs[-1])
+            if runs[-1].profile:
+                print_profile(name, runs[-1].profile)
+            print(f"  ({time.perf_counter() - t:.1f} s with loading and compiling)", flush=True)
+        except Exception as exc:  # report and go on (e.g. out of memory)
+            failed[name] = f"{type(exc).__name__}: {exc}"[:500]
+            print(f"{name}: {json.dumps(overrides)} failed: {failed[name]}", flush=True)
+            if cuda:
+                torch.cuda.empty_cache()
+
     try:
-        rows = (cfg["warmup"] + max(cfg["steps"], cfg["steps_plain"])) * cfg["batch"]
+        steps_max = max(cfg["steps"], cfg["steps_plain"]) + profile_steps
+        rows = (cfg["warmup"] + steps_max) * cfg["batch"]
         # packed rows hold several examples: enough examples for the packed runs' rows too
         tokens_per_example = cfg["median"] * math.exp(cfg["sigma"] ** 2 / 2)
         n = int(rows * max(1.5, 1.3 * cfg["seq"] / tokens_per_example)) + 64
         channels = build_workdir(cfg, root, n)
-        reps = repeats or (1 if cuda else 2)
         # CPU: the kernels are not defaults there (measured slower), so "new" asks for them
         new = {} if cuda else {"attn_implementation": "varlen", "loss_kernel": "chunked"}
         profiles = {"plain": PLAIN_PROFILE, "today": today_profile(cuda), "new": new}
+        if order:
+            unknown = [k for k in order if k not in profiles]
+            if unknown:
+                raise SystemExit(f"--order: unknown configuration(s) {unknown}")
+            profiles = {k: profiles[k] for k in order}
         if skip_plain:
-            profiles.pop("plain")
+            profiles.pop("plain", None)
         runs: dict[str, list] = {k: [] for k in profiles}
         for _ in range(reps):
             for name, overrides in profiles.items():
-                runs[name].append(run_one(name, overrides, cfg, channels, root, cuda))
-        results = [max(runs[k], key=lambda r: r.tokens_per_s) for k in runs if runs[k]]
+                attempt(name, overrides, runs[name])
+                results[:] = [max(runs[k], key=lambda r: r.tokens_per_s) for k in runs if runs[k]]
+                write_json()
         for i, extra in enumerate(variants or []):
-            try:
-                results.append(run_one(f"v{i}", extra, cfg, channels, root, cuda))
-                print(f"v{i}: {json.dumps(extra)}", flush=True)
-            except Exception as exc:  # report and go on (e.g. out of memory)
-                print(f"v{i}: {json.dumps(extra)} failed: {type(exc).__name__}: {exc}"[:500])
-                if cuda:
-                    torch.cuda.empty_cache()
+            vruns: list = []
+            attempt(f"v{i}", extra, vruns)
+            results.extend(vruns)
+            write_json()
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print_table(results, cfg_name, device)
@@ -360,9 +556,11 @@ def main(
         f"note: best of {reps} alternating runs each; MFU against the dense 16-bit peak; {memory}"
     )
     print("ratios (tokens/s): " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()))
-    if json_path:
-        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(
-            {"task": "sft", "config": cfg_name, "device": device, "ratios": ratios,
-             "results": [asdict(r) for r in results]}, indent=2))  # fmt: skip
-    return 0
+    profiled = [r for r in results if r.profile]
+    if profiled:
+        best = max(profiled, key=lambda r: r.tokens_per_s)
+        print_profile(best.name, best.profile)
+    for name, err in failed.items():
+        print(f"FAILED {name}: {err}")
+    write_json()
+    return 1 if failed else 0

@@ -2,6 +2,8 @@
 
     python bench/train_throughput.py [--config auto|tiny|bert-large] [--steps N] [--json PATH]
     python bench/train_throughput.py --task sft [--config auto|tiny|llama-1b] [--json PATH]
+        [--steps N] [--warmup N] [--plain-steps N] [--order new,today,plain]
+        [--profile-steps N] [--profile-top K]
 
 ``--task sft`` measures causal-LM SFT (``bench/sft_throughput.py``): a plain configuration
 (fp32, no packing, eager attention), the defaults before issue 21's kernels and the shipped
@@ -345,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         "--steps",
         type=int,
         default=None,
-        help="measured steps of the tuned run (seed: x batch ratio)",
+        help="measured steps of the tuned run (qa seed: x 4; sft: of today/new)",
     )
     parser.add_argument(
         "--repeats",
@@ -360,6 +362,20 @@ def main(argv: list[str] | None = None) -> int:
         help="sft: also run the defaults with these overrides (a JSON object); repeatable",
     )
     parser.add_argument("--skip-plain", action="store_true", help="sft: leave the plain run out")
+    parser.add_argument("--warmup", type=int, default=None, help="sft: steps before the timing")
+    parser.add_argument("--plain-steps", type=int, default=None, help="sft: measured plain steps")
+    parser.add_argument(
+        "--order",
+        default=None,
+        help="sft: which configurations, in this order (comma list of plain, today, new)",
+    )
+    parser.add_argument(
+        "--profile-steps",
+        type=int,
+        default=0,
+        help="sft: profile this many steps after each tuned run's timing; print the best's kernels",
+    )
+    parser.add_argument("--profile-top", type=int, default=15, help="sft: kernels to print")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
     if args.task == "sft":
@@ -371,7 +387,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.config not in ("auto", *sft_throughput.CONFIGS):
             parser.error(f"--task sft takes --config auto, {', '.join(sft_throughput.CONFIGS)}")
         variants = [json.loads(v) for v in args.variant]
-        return sft_throughput.main(args.config, args.json, args.repeats, variants, args.skip_plain)
+        return sft_throughput.main(
+            args.config,
+            args.json,
+            args.repeats,
+            variants,
+            args.skip_plain,
+            steps=args.steps,
+            warmup=args.warmup,
+            plain_steps=args.plain_steps,
+            order=[k.strip() for k in args.order.split(",") if k.strip()] if args.order else None,
+            profile_steps=args.profile_steps,
+            profile_top=args.profile_top,
+        )
     if args.config not in ("auto", *CONFIGS):
         parser.error(f"--task qa takes --config auto, {', '.join(CONFIGS)}")
 
