@@ -20,6 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# Metrics a CPU run cannot print: MFU divides by the device's peak FLOP/s, which the entrypoint
+# knows for GPUs only (ftl_train/throughput.py). Printed on a GPU (bench/RESULTS.md, the GPU run).
+GPU_ONLY_METRICS = frozenset({"train_mfu"})
+
 STEP_OVERRIDES: dict[str, Any] = {
     "max_steps": 12,
     "logging_steps": 1,

@@ -1,0 +1,125 @@
+"""Every shipped template trains in the image it names (issue: the image matrix).
+
+For each template: the platform renders its ``CreateTrainingJob`` request; the image's
+package set (``image_sets/``) gives an environment (``testsupport/image_envs.py``); there
+``harness.py`` lays out the container, starts the real SageMaker training toolkit with the
+rendered hyperparameters, environment and channels, stops the job with SIGTERM after its
+second step, starts it again and checks it resumed from the checkpoint to the end, wrote its
+model directory and printed every metric the template declares. ``matrix.py`` lists the
+overrides.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import jobmodel as jm
+from ftl_constructs.job_template import resolve_template_image
+from image_sets import for_uri
+from tests.images.matrix import (
+    EVAL_STEPS_OVERRIDE,
+    GPU_ONLY_METRICS,
+    ROWS,
+    STAND_IN_DIRS,
+    STEP_OVERRIDES,
+)
+from testsupport import image_envs
+
+pytestmark = [pytest.mark.slow, pytest.mark.images]
+
+HARNESS = Path(__file__).resolve().parent / "harness.py"
+REGION = "us-east-1"
+
+PLATFORM = jm.PlatformConfig(
+    region=REGION,
+    role_arn="arn:aws:iam::123456789012:role/ftl-training",
+    data_bucket="ftl-data-123456789012",
+    checkpoint_bucket="ftl-checkpoints-123456789012",
+    artifact_bucket="ftl-artifacts-123456789012",
+    source_s3_uri="s3://ftl-artifacts-123456789012/source/sourcedir.tar.gz",
+)
+
+
+def rendered(name: str) -> tuple[jm.TemplateSpec, dict[str, Any]]:
+    shipped = jm.shipped_catalog()[name]
+    image = resolve_template_image(REGION, shipped.framework, shipped.default_instance_type)
+    spec = shipped.with_image(image)
+    inputs = {c.name: f"s3://{PLATFORM.data_bucket}/{c.name}/" for c in spec.inputs}
+    req = jm.validate_submit({"template": name, "inputs": inputs}, {name: spec}, PLATFORM)
+    return spec, jm.render_create_training_job(req, spec, PLATFORM, job_name=f"{name}-matrix")
+
+
+def run_template(name: str, work: Path) -> dict[str, Any]:
+    row = ROWS[name]
+    spec, request = rendered(name)
+    image_set = for_uri(spec.image_uri or "")
+    python = image_envs.ensure(image_set)
+    channels = [c["ChannelName"] for c in request.get("InputDataConfig", [])]
+    harness_spec = {
+        "template": name,
+        "work": str(work),
+        "family": row.family,
+        "nproc": row.nproc,
+        "hyperparameters": request["HyperParameters"],
+        "environment": request.get("Environment", {}),
+        "instance_type": request["ResourceConfig"]["InstanceType"],
+        "channels": channels,
+        "overrides": {
+            **STEP_OVERRIDES,
+            **({"eval_steps": EVAL_STEPS_OVERRIDE} if "eval_steps" in spec.hyperparameters else {}),
+            **row.extra_overrides,
+        },
+        "metrics": [m["Name"] for m in request["AlgorithmSpecification"]["MetricDefinitions"]],
+        "stand_ins": [path for lib, path in STAND_IN_DIRS.items() if image_set.ships(lib)],
+        "sigterm_after_step": 2,
+        "train_records": 48,
+        "eval_records": 12,
+    }
+    spec_path = work / "spec.json"
+    work.mkdir(parents=True, exist_ok=True)
+    spec_path.write_text(json.dumps(harness_spec, indent=2))
+    done = subprocess.run(
+        [str(python), str(HARNESS), str(spec_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    tail = (done.stdout + done.stderr)[-6000:]
+    assert done.returncode == 0, tail
+    line = [x for x in done.stdout.splitlines() if x.startswith("FTL_MATRIX_REPORT ")]
+    assert line, tail
+    report = json.loads(line[-1].split(" ", 1)[1])
+    report["_logs"] = {p.name: p.read_text()[-4000:] for p in work.glob("start-*.log")}
+    report["image_set"] = image_set.name
+    return report
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_template_trains_in_its_image(name: str, tmp_path: Path) -> None:
+    assert set(ROWS) == set(jm.shipped_catalog()), "every shipped template has a matrix row"
+    report = run_template(name, tmp_path / name)
+    logs = "\n".join(report["_logs"].values())[-6000:]
+    first, second = report["first"], report["second"]
+    assert first["signalled_at_step"] is not None, logs
+    # Stopped on SIGTERM after checkpointing: the process exits non-zero (143; torchrun,
+    # whose workers got the signal, 1) and the toolkit does not report success.
+    assert first["rc"] not in (None, 0), logs
+    assert first["stopped_on_sigterm"] and not first["reported_success"], logs
+    assert report["checkpoints_after_sigterm"], logs
+    assert second["rc"] == 0 and second["toolkit_rc"] == 0 and second["reported_success"], logs
+    assert report["resumed_from"], logs
+    assert report["final_step"] == report["max_steps"], logs
+    assert report["losses_finite"], logs
+    assert set(report["metrics_missing"]) <= GPU_ONLY_METRICS, (report["metrics_missing"], logs)
+    files = set(report["model_files"])
+    assert files & {
+        "model.safetensors",
+        "pytorch_model.bin",
+        "adapter_model.safetensors",
+        "model.safetensors.index.json",
+    }, (files, logs)
