@@ -447,6 +447,16 @@ CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[str]]] = {
         },
         ["team-team-a", "team-team-b", "admin"],
     ),
+    # Fair share with teams whose names hold '-': the share identifiers (issue 26).
+    "queue-fairshare-teams": (
+        {
+            **_teams(weight=True),
+            **_plans(["team-a", "team-b"]),
+            "ftl:scheduler": "queue",
+            "ftl:queueCapacityInstances": 64,
+        },
+        ["team-team-a", "team-team-b"],
+    ),
     "new-vpc-isolated": ({"ftl:network": "new", **_plans([])}, [""]),
     "new-vpc-nat": ({"ftl:network": "new", "ftl:egress": "nat", **_plans([])}, [""]),
     "existing-vpc": (
