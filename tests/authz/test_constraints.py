@@ -137,11 +137,18 @@ def rendered(payload: dict[str, Any], spec: Any, scheduler: str, team: Team | No
             chosen=req.capacity, spot=req.spot, plan=None,
         )  # fmt: skip
         creates = [
-            C.render_step(base, step, job_name=name, attempt=i, runtime_seconds=req.max_runtime_seconds,
-                          kms_key_arn=PLATFORM.kms_key_arn, keep_alive_seconds=spec.keep_alive_seconds,
-                          infra_check=spec.infra_check_on)
+            C.render_step(
+                base,
+                step,
+                job_name=name,
+                attempt=i,
+                runtime_seconds=req.max_runtime_seconds,
+                kms_key_arn=PLATFORM.kms_key_arn,
+                keep_alive_seconds=spec.keep_alive_seconds,
+                infra_check=spec.infra_check_on,
+            )
             for i, step in enumerate(steps[: C.MAX_ATTEMPTS], start=1)
-        ]  # fmt: skip
+        ]
     if scheduler == "direct":
         return [("sagemaker", "CreateTrainingJob", c) for c in creates]
     out = []
