@@ -57,6 +57,37 @@ def test_every_recorded_client_request_meets_the_models(authz_sandbox):
     assert len(calls) >= 8 and not findings, _report(findings)
 
 
+# The job-events function's and the price-refresh function's calls, as the authorization check
+# records them (tests/authz/harness.py): the ledger's updates, the chain alias's Invoke, the
+# SNS notice, the Price List reads and the prices item.
+EVENTS_CONFIGS = ["default", "teams", "queue", "queue-quotashare-teams", "queue-fairshare-teams"]
+
+
+def _checked(calls: list[Any]) -> list[Any]:
+    check = ConstraintsCheck()
+    findings = check.all((c.service, c.operation, c.params) for c in calls)
+    assert set(check.untranslated) <= UNTRANSLATED, check.untranslated
+    return findings
+
+
+@pytest.mark.parametrize("name", EVENTS_CONFIGS)
+def test_every_recorded_job_events_request_meets_the_models(name, events_run):
+    calls = events_run(name)
+    ops = {f"{c.service}:{c.operation}" for c in calls}
+    assert {"dynamodb:UpdateItem", "lambda:Invoke"} <= ops, ops
+    findings = _checked(calls)
+    assert not findings, _report(findings)
+
+
+@pytest.mark.parametrize("name", ["default", "teams"])
+def test_every_recorded_price_refresh_request_meets_the_models(name, prices_run):
+    calls = prices_run(name)
+    ops = {f"{c.service}:{c.operation}" for c in calls}
+    assert {"pricing:GetProducts", "dynamodb:PutItem"} <= ops, ops
+    findings = _checked(calls)
+    assert not findings, _report(findings)
+
+
 # ------------------------------------------------------------ boundaries, property-based
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:1.0"
 CATALOG = {n: s.with_image(IMAGE) for n, s in jm.shipped_catalog().items()}
