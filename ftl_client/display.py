@@ -90,13 +90,15 @@ def _waited_of(job: dict[str, Any], now: datetime) -> float | None:
 
 
 def queue_table(jobs: Sequence[dict[str, Any]], now: datetime | None = None) -> str:
-    """The job queue, in the order given: position, job, team, instances, wait and reason."""
+    """The job queue, in the order given: position, job, team, its Batch share, instances,
+    wait and reason."""
     now = now or datetime.now(UTC)
     rows = [
         [
             str(j["queue_position"]) if j.get("queue_position") is not None else "-",
             j["job_name"],
             j.get("team") or "-",
+            j.get("share") or "-",
             f"{j.get('instance_count', '?')} x {j.get('instance_type', '?')}",
             waited(_waited_of(j, now)),
             j.get("queue_reason") or "-",
@@ -105,7 +107,17 @@ def queue_table(jobs: Sequence[dict[str, Any]], now: datetime | None = None) -> 
         ]
         for j in jobs
     ]
-    headers = ["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON", "STARTS", "SOONER WITH"]
+    headers = [
+        "POS",
+        "JOB",
+        "TEAM",
+        "SHARE",
+        "INSTANCES",
+        "WAITED",
+        "REASON",
+        "STARTS",
+        "SOONER WITH",
+    ]
     return table(headers, rows)
 
 

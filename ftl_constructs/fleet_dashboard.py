@@ -10,7 +10,8 @@ so nothing here polls an API. Widgets:
 - queue wait time p50 and p90 (``QueueWaitSeconds``);
 - jobs started, completed, failed and stopped;
 - spot savings per team (USD);
-- month-to-date spend per team against its ``monthly_budget_usd`` (a horizontal line).
+- month-to-date spend per team against its ``monthly_budget_usd`` (a horizontal line);
+- in queue mode, each team's Batch share (``jobmodel.scheduler.share_of``).
 
 Alarms: for each team with a monthly budget, one at 80% and one at 100% of it on the team's
 ``MonthSpendUsd`` (missing data keeps the last state: spend only changes when a job ends),
@@ -37,6 +38,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from jobmodel.fleet_metrics import DEFAULT_TEAM, NAMESPACE
+from jobmodel.scheduler import share_of
 from jobmodel.teams import TeamsConfig
 
 from .settings import QueueSettings
@@ -74,6 +76,8 @@ class FleetDashboard(Construct):
         )
         self.dashboard.add_widgets(self._wait_graph(), self._jobs_graph())
         self.dashboard.add_widgets(self._savings_graph(), self._spend_graph(teams))
+        if queue.enabled:
+            self.dashboard.add_widgets(self._shares_text(teams, queue.share_policy))
         self.budget_alarms: dict[tuple[str, float], aws_cloudwatch.Alarm] = {}
         for team in teams.teams:
             budget = team.limits.monthly_budget_usd
@@ -166,6 +170,18 @@ class FleetDashboard(Construct):
         )
 
     # ----------------------------------------------------------------- widgets
+    def _shares_text(self, teams: TeamsConfig, share_policy: str) -> aws_cloudwatch.TextWidget:
+        """Each team's Batch share (``jobmodel.scheduler.share_of``), as Batch's console and
+        ``ListServiceJobs`` show it."""
+        owners: list[str | None] = [t.name for t in teams.teams] if teams.enabled else [None]
+        field = "quotaShareName" if share_policy == "quotashare" else "shareIdentifier"
+        rows = "\n".join(f"| {o or '(all jobs)'} | `{share_of(o, share_policy)}` |" for o in owners)
+        return aws_cloudwatch.TextWidget(
+            markdown=f"### Batch shares ({share_policy})\n\n| team | {field} |\n|---|---|\n{rows}",
+            width=24,
+            height=2 + len(owners),
+        )
+
     def _level_graph(self, title: str, kind: str) -> aws_cloudwatch.GraphWidget:
         search = self._search(f"Instances{kind}Change", "Platform,Team,InstanceType")
         return aws_cloudwatch.GraphWidget(

@@ -46,7 +46,7 @@ from constructs import Construct
 
 from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, DEFAULT_SHARE
 from jobmodel.queue_state import HEAD_LIMIT_REASONS, QUOTA_LIMIT_REASON
-from jobmodel.scheduler import SHARE_DECAY_SECONDS
+from jobmodel.scheduler import SHARE_DECAY_SECONDS, share_of
 from jobmodel.teams import TeamsConfig
 
 from .nag import acknowledge_resource
@@ -90,9 +90,9 @@ class JobQueue(Construct):
         super().__init__(scope, construct_id)
         self.settings = settings
         self.share_policy = settings.share_policy
-        self.share_names: tuple[str, ...] = (
-            tuple(t.name for t in teams.teams) if teams.enabled else (DEFAULT_SHARE,)
-        )
+        # Each team's share (jobmodel.scheduler.share_of), or the single-team platform's.
+        owners: list[str | None] = [t.name for t in teams.teams] if teams.enabled else [None]
+        self.share_names: tuple[str, ...] = tuple(share_of(o, self.share_policy) for o in owners)
         self.service_environment = aws_batch.CfnServiceEnvironment(
             self,
             "ServiceEnvironment",
@@ -146,12 +146,12 @@ class JobQueue(Construct):
             )
         shares = [
             aws_batch.CfnSchedulingPolicy.ShareAttributesProperty(
-                share_identifier=team.name, weight_factor=weight_factor(team.weight)
+                share_identifier=share_of(team.name), weight_factor=weight_factor(team.weight)
             )
             for team in teams.teams
         ] or [
             aws_batch.CfnSchedulingPolicy.ShareAttributesProperty(
-                share_identifier=DEFAULT_SHARE, weight_factor=1.0
+                share_identifier=share_of(None), weight_factor=1.0
             )
         ]
         return aws_batch.CfnSchedulingPolicy(

@@ -52,6 +52,29 @@ _TAG_EXTRA = frozenset("_.:/=+-@")
 HP_TYPES = ("int", "float", "bool", "str")
 
 
+def aws_len(text: str) -> int:
+    """A string's length as the platform measures it against AWS's limits: UTF-16 code units
+    (a character outside the Basic Multilingual Plane counts 2). The AWS API reference pages
+    do not say how they count; UTF-16 is never fewer than the code points Smithy's ``length``
+    trait names, so a string within it is within either reading (docs/DECISIONS.md)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def cut_to(text: str, limit: int) -> str:
+    """The longest start of ``text`` within ``limit`` UTF-16 code units (:func:`aws_len`)."""
+    if aws_len(text) <= limit:
+        return text
+    out, used = [], 0
+    for ch in text:
+        used += 2 if ord(ch) > 0xFFFF else 1
+        if used > limit:
+            break
+        out.append(ch)
+    return "".join(out)
+
+
 def is_bucket_name(name: str) -> bool:
     """An S3 bucket name: 3-63 of lowercase letters, digits, '.' and '-', no '..'."""
     return BUCKET_RE.fullmatch(name) is not None and ".." not in name
@@ -88,10 +111,15 @@ def tag_problem(key: Any, value: Any) -> str | None:
         return "tag keys must be strings"
     if type(value) is not str:
         return f"tag {key!r} must have a string value"
-    if not 1 <= len(key) <= MAX_TAG_KEY:
-        return f"tag key must be 1 to {MAX_TAG_KEY} characters, got {len(key)}"
-    if len(value) > MAX_TAG_VALUE:
-        return f"tag {key!r} value must be at most {MAX_TAG_VALUE} characters, got {len(value)}"
+    if not 1 <= aws_len(key) <= MAX_TAG_KEY:
+        return (
+            f"tag key must be 1 to {MAX_TAG_KEY} characters (UTF-16 code units), got {aws_len(key)}"
+        )
+    if aws_len(value) > MAX_TAG_VALUE:
+        return (
+            f"tag {key!r} value must be at most {MAX_TAG_VALUE} characters (UTF-16 code units), "
+            f"got {aws_len(value)}"
+        )
     if key[:4].lower() == "aws:":
         return f"tag key {key!r} uses the reserved prefix 'aws:'"
     if not tag_text_ok(key):
@@ -105,13 +133,14 @@ def env_problem(key: Any, value: Any) -> str | None:
     """Why ``key=value`` is not an acceptable container environment entry, or None."""
     if type(key) is not str or ENV_KEY_RE.fullmatch(key) is None:
         return f"environment key {key!r} must match [a-zA-Z_][a-zA-Z0-9_]*"
-    if len(key) > MAX_ENVIRONMENT_LENGTH:
+    if aws_len(key) > MAX_ENVIRONMENT_LENGTH:
         return f"environment key {key!r} is longer than {MAX_ENVIRONMENT_LENGTH} characters"
     if type(value) is not str:
         return f"environment variable {key} must have a string value"
-    if len(value) > MAX_ENVIRONMENT_LENGTH:
+    if aws_len(value) > MAX_ENVIRONMENT_LENGTH:
         return (
-            f"environment variable {key} value is longer than {MAX_ENVIRONMENT_LENGTH} characters"
+            f"environment variable {key} value is longer than {MAX_ENVIRONMENT_LENGTH} "
+            "characters (UTF-16 code units)"
         )
     return None
 
@@ -132,8 +161,11 @@ def s3_prefix_problem(prefix: Any) -> str | None:
 
 def bucket_of_s3_uri(uri: str) -> tuple[str | None, str]:
     """Parse ``s3://bucket/key``: ``(bucket, problem)``; bucket is None when invalid."""
-    if len(uri) > MAX_S3_URI:
-        return None, f"must be at most {MAX_S3_URI} characters, got {len(uri)}"
+    if aws_len(uri) > MAX_S3_URI:
+        return (
+            None,
+            f"must be at most {MAX_S3_URI} characters (UTF-16 code units), got {aws_len(uri)}",
+        )
     if not uri.startswith("s3://"):
         return None, "must be an s3:// URI (s3://<bucket>/<prefix>)"
     rest = uri[5:]
@@ -158,8 +190,9 @@ def sanitize_job_prefix(prefix: str) -> str:
 
 
 def sanitize_tag_value(text: str) -> str:
-    """``text`` with every character a tag may not hold replaced by ``_``, cut to 256."""
-    text = text[:MAX_TAG_VALUE]
+    """``text`` with every character a tag may not hold replaced by ``_``, cut to 256 UTF-16
+    code units."""
+    text = cut_to(text, MAX_TAG_VALUE)
     if text.isascii():
         return _ASCII_TAG_JUNK_RE.sub("_", text)
     return "".join(

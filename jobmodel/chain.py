@@ -185,7 +185,12 @@ def render_step(
         rc["KeepAlivePeriodInSeconds"] = keep_alive_seconds
     out["ResourceConfig"] = rc
     spot = step.kind == SPOT
-    out["EnableManagedSpotTraining"] = spot
+    # Only a spot attempt carries the flag: SageMaker documents InstancePreferences (the
+    # on-demand step) as mutually exclusive with EnableManagedSpotTraining, even false.
+    if spot:
+        out["EnableManagedSpotTraining"] = True
+    else:
+        out.pop("EnableManagedSpotTraining", None)
     stopping: dict[str, Any] = {"MaxRuntimeInSeconds": runtime_seconds}
     if spot:
         stopping["MaxWaitTimeInSeconds"] = runtime_seconds + int(step.wait_seconds or 0)

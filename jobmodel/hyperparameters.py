@@ -143,8 +143,11 @@ class HyperparameterRule:
         elif kind == "str":
             if t is not str:
                 return f"must be a string, got {json_type(value)}"
-            if len(value) > R.MAX_HYPERPARAMETER_LENGTH:
-                return f"must be at most {R.MAX_HYPERPARAMETER_LENGTH} characters, got {len(value)}"
+            if R.aws_len(value) > R.MAX_HYPERPARAMETER_LENGTH:
+                return (
+                    f"must be at most {R.MAX_HYPERPARAMETER_LENGTH} characters (UTF-16 code "
+                    f"units), got {R.aws_len(value)}"
+                )
         else:  # malformed rule; problem() reports it
             return f"has an unknown rule type {kind!r}"
         if self.choices is not None:
@@ -237,7 +240,7 @@ def check_hyperparameters(spec: TemplateSpec) -> None:
             raise fail(
                 spec, "hyperparameter-reserved", f"hyperparameter {key} is set by the platform"
             )
-        if len(key) > R.MAX_HYPERPARAMETER_LENGTH:
+        if R.aws_len(key) > R.MAX_HYPERPARAMETER_LENGTH:
             raise fail(
                 spec, "hyperparameter-length", f"hyperparameter name {key[:40]}... is too long"
             )

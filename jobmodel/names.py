@@ -69,7 +69,8 @@ TEAM_INDEX = "by-team"
 PLATFORM_TAG_KEY = "ftl:platform"
 # In queue mode the payload handed to AWS Batch also carries the job's name: Batch names the
 # training job ``AWSBatch<name><32 hex>`` and may have to cut a long name to fit SageMaker's
-# 63 characters, so job events find the ledger job by this tag first.
+# 63 characters, so job events find the ledger job by this tag first. Every attempt of a
+# capacity-chain job carries it too, in either mode (``jobmodel.chain.render_step``).
 JOB_NAME_TAG_KEY = "ftl:job-name"
 # A team's training jobs carry their team (value: the team's name); the launch policy and the
 # job-events function's ownership check read it.
@@ -79,14 +80,16 @@ CLIENT_TOKEN_TAG_KEY = "ftl:client-token"  # only when the request has a client_
 REQUESTED_BY_TAG_KEY = "ftl:requested-by"
 # The tags the launcher adds to every job it renders, whatever the request (the platform's,
 # the template's and the caller's come on top); ``ftl:team`` is added in teams mode and
-# ``ftl:job-name`` on the payload handed to AWS Batch in queue mode.
+# ``ftl:job-name`` on the payload handed to AWS Batch in queue mode and on every attempt of a
+# capacity-chain job.
 LAUNCHER_TAG_KEYS = (PLATFORM_TAG_KEY, TEMPLATE_TAG_KEY, CLIENT_TOKEN_TAG_KEY, REQUESTED_BY_TAG_KEY)
 
 
-def launcher_tag_count(*, team: bool = False, queued: bool = False) -> int:
-    """How many tags the launcher adds at most: :data:`LAUNCHER_TAG_KEYS`, plus the team's and
-    the queue's job-name tag where they apply."""
-    return len(LAUNCHER_TAG_KEYS) + int(team) + int(queued)
+def launcher_tag_count(*, team: bool = False, queued: bool = False, chained: bool = False) -> int:
+    """How many tags the launcher adds at most: :data:`LAUNCHER_TAG_KEYS`, plus the team's
+    and the job-name tag where they apply (queue mode, or a capacity-chain job in any mode:
+    the one tag counts once)."""
+    return len(LAUNCHER_TAG_KEYS) + int(team) + int(queued or chained)
 
 
 # ------------------------------------------------------------------------ alias names

@@ -271,13 +271,13 @@ def tags(
     *,
     queued: bool = False,
 ) -> dict[str, str]:
-    """``tags``: the caller's, none reserved, within SageMaker's total with the others (in
-    queue mode one more: ``ftl:job-name`` on the payload handed to Batch)."""
+    """``tags``: the caller's, none reserved, within SageMaker's total with the others (one
+    more, ``ftl:job-name``, in queue mode and on every attempt of a capacity-chain job)."""
     tags: dict[str, str] = {}
     raw_tags = F.opt(payload, "tags")
+    platform_tags = platform.platform_tags
     if raw_tags is not None:
         raw_tags = F.require_mapping("tags", raw_tags)
-        platform_tags = platform.platform_tags
         for key in F.sorted_keys(raw_tags):
             field_name = F.sub("tags", key) if type(key) is str else "tags"
             value = raw_tags[key]
@@ -293,14 +293,16 @@ def tags(
                     field_name, f"{field_name}: tag {key!r} is set by the platform"
                 )
             tags[key] = value
-        total = len(platform_tags.keys() | spec.tags.keys() | tags.keys())
-        total += launcher_tag_count(team=team is not None, queued=queued)
-        if total > R.MAX_TAGS:
-            raise ValidationError(
-                "tags",
-                f"tags: {len(tags)} caller tags make {total} with the platform's and template's; "
-                f"SageMaker allows {R.MAX_TAGS}",
-            )
+    total = len(platform_tags.keys() | spec.tags.keys() | tags.keys())
+    total += launcher_tag_count(
+        team=team is not None, queued=queued, chained=bool(spec.capacity_chain)
+    )
+    if total > R.MAX_TAGS:
+        raise ValidationError(
+            "tags",
+            f"tags: {len(tags)} caller tags make {total} with the platform's, template's and "
+            f"launcher's; SageMaker allows {R.MAX_TAGS}",
+        )
     return tags
 
 

@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import _rules as R
-from .names import ENV_JOB_QUEUE, ENV_QUEUE_CAPACITY, ENV_QUEUE_SHARE_POLICY, ENV_SCHEDULER
+from .names import (
+    DEFAULT_SHARE,
+    ENV_JOB_QUEUE,
+    ENV_QUEUE_CAPACITY,
+    ENV_QUEUE_SHARE_POLICY,
+    ENV_SCHEDULER,
+)
 
 __all__ = [
     "PRIORITY_LIMITS",
@@ -21,6 +27,7 @@ __all__ = [
     "SHARE_DECAY_SECONDS",
     "SHARE_POLICIES",
     "SchedulerConfig",
+    "share_of",
 ]
 
 SCHEDULERS = ("direct", "queue")
@@ -30,8 +37,30 @@ SHARE_POLICIES = ("fairshare", "quotashare")
 # The fair-share policy's shareDecaySeconds: a team's use over the last hour still counts when
 # the queue picks whose job starts next, so a team that just ran does not go first again.
 SHARE_DECAY_SECONDS = 3600
+# A fair-share identifier is at most 255 alphanumeric characters (botocore's batch model,
+# ShareAttributes.shareIdentifier); team names hold '-', so each '-' is written as this
+# upper-case letter, which no team name holds: the mapping is one-to-one.
+SHARE_DASH = "X"
+MAX_SHARE_IDENTIFIER = 255
 _QUEUE_ARN_PREFIX = "arn:"
 _QUEUE_ARN_MARK = ":job-queue/"
+
+
+def share_of(team: str | None, share_policy: str = "fairshare") -> str:
+    """The Batch share a team's service jobs go to (``team`` None: a single-team platform's
+    ``default``): the one home of the mapping, used by the trigger's ``SubmitServiceJob``, the
+    scheduling policy, the job-events ownership check, ``ftl queue`` and the dashboard.
+
+    ``fairshare``: the ``shareIdentifier``, the team's name with each ``-`` written as
+    ``X`` (``team-a`` is ``teamXa``, ``teama`` stays ``teama``). ``quotashare``: the
+    ``quotaShareName``, the team's name as it is (quota share names may hold ``-``)."""
+    name = team or DEFAULT_SHARE
+    if share_policy == "quotashare":
+        return name
+    share = name.replace("-", SHARE_DASH)
+    if not (share.isascii() and share.isalnum() and len(share) <= MAX_SHARE_IDENTIFIER):
+        raise ValueError(f"team {name!r} has no fair-share identifier (alphanumeric, max 255)")
+    return share
 
 
 @dataclass(frozen=True, kw_only=True)

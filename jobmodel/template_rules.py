@@ -273,12 +273,13 @@ def _check_tags(spec: TemplateSpec) -> None:
                 "tags",
                 f"tag key {key!r} uses the launcher's reserved prefix {R.RESERVED_TAG_PREFIX!r}",
             )
-    if len(spec.tags) + launcher_tag_count() > R.MAX_TAGS:
+    ours = launcher_tag_count(chained=bool(spec.capacity_chain))
+    if len(spec.tags) + ours > R.MAX_TAGS:
         raise fail(
             spec,
             "tags",
             f"{len(spec.tags)} template tags leave no room for the launcher's "
-            f"{launcher_tag_count()} (max {R.MAX_TAGS})",
+            f"{ours} (max {R.MAX_TAGS})",
         )
 
 

@@ -65,7 +65,12 @@ def check_submit(req: dict[str, Any], queue: Queue) -> str:
     share = req.get(field)
     if not share:
         raise BatchClientError(f"{field} is required on job queue {queue.name}")
-    return str(share)
+    # Batch's ShareAttributes: at most 255 alphanumeric characters (quota share names may
+    # also hold '-' and '_', up to 128).
+    text = str(share)
+    if field == "shareIdentifier" and not (text.isascii() and text.isalnum() and len(text) <= 255):
+        raise BatchClientError("shareIdentifier must be at most 255 alphanumeric characters")
+    return text
 
 
 def filter_jobs(jobs: list[Job], req: dict[str, Any]) -> list[Job]:

@@ -130,6 +130,14 @@ class CapacityStandIn:
         rc = dict(params["ResourceConfig"])
         spot = bool(params.get("EnableManagedSpotTraining"))
         prefs = [p["InstanceType"] for p in rc.get("InstancePreferences", [])]
+        # Two of SageMaker's own refusals (tests/constraints has the whole table).
+        if prefs and "EnableManagedSpotTraining" in params:
+            raise _error(
+                "ValidationException",
+                "InstancePreferences is mutually exclusive with EnableManagedSpotTraining",
+            )
+        if len(params.get("Tags", [])) > 50:
+            raise _error("ValidationException", "a training job takes at most 50 tags")
         count = int(rc["InstanceCount"])
         plan = rc.get("TrainingPlanArn")
         if plan is not None:

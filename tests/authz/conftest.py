@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from tests.authz.harness import CONFIGURATIONS, Deployment, TriggerRun, run_trigger
+from tests.authz.harness import (
+    CONFIGURATIONS,
+    Deployment,
+    TriggerRun,
+    run_job_events,
+    run_price_refresh,
+    run_trigger,
+)
+from testsupport.authz.record import Call
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -51,5 +59,36 @@ def trigger_run(authz_sandbox: Any) -> Any:
                     deployment(name), authz_sandbox, mp, CONFIGURATIONS[name][1]
                 )
         return _RUNS[name]
+
+    return run
+
+
+_EVENTS: dict[str, list[Call]] = {}
+_PRICES: dict[str, list[Call]] = {}
+
+
+@pytest.fixture
+def events_run(trigger_run: Any, authz_sandbox: Any) -> Any:
+    """``events_run(name)``: the job-events function's recorded calls for the configuration's
+    trigger run (once per run: the events change the ledger)."""
+
+    def run(name: str) -> list[Call]:
+        if name not in _EVENTS:
+            _EVENTS[name] = run_job_events(deployment(name), trigger_run(name), authz_sandbox)
+        return _EVENTS[name]
+
+    return run
+
+
+@pytest.fixture
+def prices_run(trigger_run: Any, authz_sandbox: Any) -> Any:
+    """``prices_run(name)``: the price-refresh function's recorded calls (once per run; the
+    configuration's trigger run first, so its ledger table exists in the sandbox)."""
+
+    def run(name: str) -> list[Call]:
+        if name not in _PRICES:
+            trigger_run(name)
+            _PRICES[name] = run_price_refresh(deployment(name), authz_sandbox)
+        return _PRICES[name]
 
     return run

@@ -21,7 +21,6 @@ import pytest
 from tests.authz.conftest import deployment
 from tests.authz.harness import (
     CONFIGURATIONS,
-    EVENTS_DIR,
     Deployment,
     answered_client,
     denied,
@@ -29,15 +28,14 @@ from tests.authz.harness import (
     training_role_requests,
     trust_request,
 )
-from tests.lambda_support import ROOT as REPO_ROOT
-from tests.lambda_support import client, load_handler
 from testsupport.authz.aws_managed import BATCH_SAGEMAKER_SLR, BATCH_SAGEMAKER_SLR_POLICY
 from testsupport.authz.evaluate import Policy, Request, evaluate, statements
 from testsupport.authz.policies import PolicySet
-from testsupport.authz.requests import ACCOUNT, REGION, training_job_arn
+from testsupport.authz.requests import ACCOUNT, REGION
 
 CONFIGS = list(CONFIGURATIONS)
 TEAM_CONFIGS = [c for c in CONFIGS if "ftl:teams" in CONFIGURATIONS[c][0]]
+QUEUE_CONFIGS = [c for c in CONFIGS if CONFIGURATIONS[c][0].get("ftl:scheduler") == "queue"]
 
 
 def trigger_requests(d: Deployment, run: Any) -> list[Request]:
@@ -65,7 +63,7 @@ def test_every_trigger_request_is_allowed(name, trigger_run):
     assert not denied(outcomes), "\n".join(denied(outcomes))
 
 
-@pytest.mark.parametrize("name", ["queue", "queue-quotashare-teams"])
+@pytest.mark.parametrize("name", QUEUE_CONFIGS)
 def test_a_queued_jobs_estimate_is_read_and_its_reads_allowed(name, trigger_run):
     """Queue mode's estimated start (describe and list of a Queued job): the Batch listings
     and the ledger's BatchGetItem are in the recorded run, and allowed; a direct platform's
@@ -115,124 +113,15 @@ def test_sagemaker_may_assume_each_jobs_role(name, trigger_run):
         assert decision.allowed, decision.reason
 
 
-def _sagemaker_event(
-    job: dict[str, Any], status: str, secondary: str, **detail: Any
-) -> dict[str, Any]:
-    """SageMaker's state change of a recorded job, as EventBridge delivers it."""
-    name = job["TrainingJobName"]
-    arn = training_job_arn(name)
-    return {
-        "version": "0",
-        "id": f"sm-{name}-{secondary}",
-        "detail-type": "SageMaker Training Job State Change",
-        "source": "aws.sagemaker",
-        "account": ACCOUNT,
-        "time": "2026-11-24T10:00:00Z",
-        "region": REGION,
-        "resources": [arn],
-        "detail": {
-            "TrainingJobName": name,
-            "TrainingJobArn": arn,
-            "TrainingJobStatus": status,
-            "SecondaryStatus": secondary,
-            "CreationTime": 1_795_000_000_000,
-            "LastModifiedTime": 1_795_003_660_000,
-            "RoleArn": job["RoleArn"],
-            "Tags": {t["Key"]: t["Value"] for t in job.get("Tags", [])},
-            **detail,
-        },
-    }
-
-
-def _events_requests(d: Deployment, run: Any, sandbox: Any) -> list[Request]:
-    """Drive the job-events function through a finished job of each team and record it."""
-    from tests.lambda_support import FakeContext
-    from tests.unit.job_events.sequences import batch as batch_event
-    from testsupport.authz.record import recording
-
-    env = dict(d.function("JobEventsHandlerFunction")["Environment"]["Variables"])
-    env_queue = d.trigger_env().get("FTL_JOB_QUEUE", "")
-    topic = env["FTL_TOPIC_ARN"]
-    client("sns", sandbox.endpoint).create_topic(Name=topic.rsplit(":", 1)[-1])
-    env |= {
-        "AWS_ENDPOINT_URL": sandbox.endpoint,
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-    }
-    direct = [job for job in run.created if not job.get("_queued")]
-    queued = [r for r in run.responses if r.get("batch_job_id") and r.get("status") == "Queued"]
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
-        module = load_handler(EVENTS_DIR, mp, env)
-        with recording() as calls:
-            for job in direct[-4:]:
-                event = _sagemaker_event(
-                    job,
-                    "Completed",
-                    "Completed",
-                    TrainingStartTime=1_795_000_060_000,
-                    TrainingEndTime=1_795_003_660_000,
-                    BillableTimeInSeconds=1800,
-                )
-                module.handler(event, FakeContext(function_name="ftl-job-events"))
-            chained = [
-                j
-                for j in direct
-                if any(
-                    t["Key"] == "ftl:template" and t["Value"] == "distilbert-chain"
-                    for t in j["Tags"]
-                )
-            ]
-            for job in chained[:1]:
-                # the spot attempt ran out of capacity: the function asks the chain alias
-                # for the next attempt (its Invoke is recorded; moto has no such function)
-                event = _sagemaker_event(job, "Stopped", "MaxWaitTimeExceeded")
-                module.handler(event, FakeContext(function_name="ftl-job-events"))
-            for answer in queued[-3:]:
-                event = batch_event(answer["job_name"], "RUNNING")
-                event["detail"].update(
-                    jobId=answer["batch_job_id"],
-                    jobQueue=env_queue,
-                    shareIdentifier=answer.get("team") or "default",
-                )
-                module.handler(event, FakeContext(function_name="ftl-job-events"))
-            for answer in _live_chained(run, queued)[:1]:
-                # Batch's FAILED of a chained attempt, with a reason that does not say why and
-                # no SageMaker end recorded: the function holds it and asks the chain alias to
-                # look (its Invoke is recorded; moto has no such function)
-                event = batch_event(
-                    answer["job_name"],
-                    "FAILED",
-                    statusReason="Received status from SageMaker: Training job failed",
-                    latestAttempt={
-                        "serviceResourceId": {
-                            "name": "TrainingJobArn",
-                            "value": training_job_arn(f"AWSBatch{answer['job_name']}{'0' * 32}"),
-                        }
-                    },
-                )
-                event["detail"].update(
-                    jobId=answer["batch_job_id"],
-                    jobQueue=env_queue,
-                    shareIdentifier=answer.get("team") or "default",
-                )
-                done = module.handler(event, FakeContext(function_name="ftl-job-events"))
-                assert done["updated"] and done["status"] not in ("Failed", "Stopped"), done
+def _events_requests(d: Deployment, calls: list[Any]) -> list[Request]:
     role = d.events_role()
     return [r for c in calls for r in d.mapper.requests(role, c.service, c.operation, c.params)]
 
 
-def _live_chained(run: Any, queued: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Queued chained jobs of the run that no stop reached."""
-    stopped = {r["job_name"] for r in run.responses if r.get("status") in ("Stopping", "Stopped")}
-    return [a for a in queued if a.get("capacity_chain") and a["job_name"] not in stopped]
-
-
-@pytest.mark.parametrize("name", ["default", "teams", "queue", "queue-quotashare-teams"])
-def test_every_job_events_request_is_allowed(name, trigger_run, authz_sandbox):
-    d, run = deployment(name), trigger_run(name)
-    requests = _events_requests(d, run, authz_sandbox)
+@pytest.mark.parametrize("name", ["default", "teams", *QUEUE_CONFIGS])
+def test_every_job_events_request_is_allowed(name, events_run):
+    d = deployment(name)
+    requests = _events_requests(d, events_run(name))
     actions = {r.action for r in requests}
     # a finished job is published; a queued job's start only updates the ledger
     direct = "queue" not in name
@@ -246,7 +135,7 @@ def test_every_job_events_request_is_allowed(name, trigger_run, authz_sandbox):
     assert not denied(outcomes), "\n".join(denied(outcomes))
 
 
-@pytest.mark.parametrize("name", ["queue", "queue-quotashare-teams"])
+@pytest.mark.parametrize("name", QUEUE_CONFIGS)
 def test_a_queued_chains_next_attempt_is_allowed(name, trigger_run, authz_sandbox):
     """Queue mode's chain path through the trigger's ``chain`` alias: ``advance`` of a chained
     job whose service job Batch ended (the job-events function held it) looks at it as
@@ -301,48 +190,26 @@ def test_a_queued_chains_next_attempt_is_allowed(name, trigger_run, authz_sandbo
     assert not denied(outcomes), "\n".join(denied(outcomes))
 
 
-PRICES_DIR = REPO_ROOT / "lambda" / "prices"
-
-
-def _prices_requests(d: Deployment, sandbox: Any) -> list[Request]:
-    """Drive the price-refresh function once (its schedule's event) and record its calls: the
-    Price List API (the sandbox's stand-in) and the ledger's prices item."""
-    from tests.lambda_support import FakeContext
-    from testsupport.authz.record import recording
-
-    fn = d.function("PriceRefreshHandlerFunction")
-    env = dict(fn["Environment"]["Variables"]) | {
-        "AWS_ENDPOINT_URL": sandbox.endpoint,
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-    }
-    event = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
-    with pytest.MonkeyPatch.context() as mp:
-        module = load_handler(PRICES_DIR, mp, env)
-        with recording() as calls:
-            done = module.handler(event, FakeContext(function_name="ftl-prices"))
-    assert done["written"], done
-    role = str(fn["Role"])
+def _prices_requests(d: Deployment, calls: list[Any]) -> list[Request]:
+    role = str(d.function("PriceRefreshHandlerFunction")["Role"])
     return [r for c in calls for r in d.mapper.requests(role, c.service, c.operation, c.params)]
 
 
 @pytest.mark.parametrize("name", ["default", "teams"])
-def test_every_price_refresh_request_is_allowed(name, trigger_run, authz_sandbox):
+def test_every_price_refresh_request_is_allowed(name, prices_run):
     d = deployment(name)
-    trigger_run(name)  # its ledger table exists in the sandbox
-    requests = _prices_requests(d, authz_sandbox)
+    requests = _prices_requests(d, prices_run(name))
     actions = {r.action for r in requests}
     assert {"pricing:GetProducts", "dynamodb:PutItem"} <= actions, actions
     outcomes = d.evaluate_all(requests)
     assert not denied(outcomes), "\n".join(denied(outcomes))
 
 
-def test_the_price_refresh_writes_only_the_prices_item(trigger_run, authz_sandbox):
+def test_the_price_refresh_writes_only_the_prices_item(prices_run):
     d = deployment("default")
-    trigger_run("default")
-    (put,) = [r for r in _prices_requests(d, authz_sandbox) if r.action == "dynamodb:PutItem"]
+    (put,) = [
+        r for r in _prices_requests(d, prices_run("default")) if r.action == "dynamodb:PutItem"
+    ]
     other = Request(put.principal, put.action, put.resources, {"dynamodb:LeadingKeys": ["job#x"]})
     assert not d.evaluate(other).allowed
 
@@ -465,7 +332,7 @@ def test_services_may_invoke_what_they_trigger(name):
     assert d.evaluate(api_call).allowed, d.evaluate(api_call).reason
 
 
-@pytest.mark.parametrize("name", ["queue", "queue-quotashare-teams"])
+@pytest.mark.parametrize("name", QUEUE_CONFIGS)
 def test_batch_service_linked_role_may_start_every_payload(name, trigger_run):
     """Queue mode: AWS Batch creates, tags, describes and stops the training job with its
     service-linked role (AWS's managed policy) and passes the payload's role to SageMaker."""

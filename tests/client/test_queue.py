@@ -26,10 +26,22 @@ def queued(name: str, **fields):
 
 
 NOW = datetime.now(UTC)
-HEADER = ["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON", "STARTS", "SOONER", "WITH"]
+HEADER = [
+    "POS",
+    "JOB",
+    "TEAM",
+    "SHARE",
+    "INSTANCES",
+    "WAITED",
+    "REASON",
+    "STARTS",
+    "SOONER",
+    "WITH",
+]
 FIRST = queued(
     "nlp-a",
-    team="nlp",
+    team="nlp-x",
+    share="nlpXx",
     instance_count=2,
     queue_position=1,
     queue_reason="waiting for capacity",
@@ -39,6 +51,7 @@ FIRST = queued(
 SECOND = queued(
     "cv-b",
     team="cv",
+    share="cv",
     instance_count=4,
     queue_position=2,
     queue_reason="behind 1 jobs",
@@ -48,12 +61,14 @@ SECOND = queued(
 UNKNOWN_NEWER = queued(
     "nlp-c",
     team="nlp",
+    share="nlp",
     queue_reason="over quota",
     queued_at=(NOW - timedelta(seconds=40)).isoformat(),
     queued_seconds=40,
 )
 UNKNOWN_OLDER = queued(
     "ml-d",
+    share="default",
     queue_reason="waiting for capacity",
     queued_at=(NOW - timedelta(days=2, hours=4)).isoformat(),
     queued_seconds=187200,
@@ -79,12 +94,13 @@ def test_queue_pages_through_queued_jobs_and_prints_them_in_queue_order(capsys):
         ["-", "ml-d"],  # no position: after those with one, oldest first
         ["-", "nlp-c"],
     ]
-    assert rows[0].split()[2:7] == ["nlp", "2", "x", "ml.p4d.24xlarge", "12m"]
+    # The team and its Batch share (jobmodel.scheduler.share_of), then the instances.
+    assert rows[0].split()[2:8] == ["nlp-x", "nlpXx", "2", "x", "ml.p4d.24xlarge", "12m"]
     assert "waiting for capacity" in rows[0]
-    assert rows[1].split()[6] == "3h05m"
+    assert rows[1].split()[7] == "3h05m"
     assert rows[2].split()[2] == "-"  # a job without a team (single-team deployment)
-    assert rows[2].split()[6] == "2d04h"
-    assert rows[3].split()[6] == "40s" and "over quota" in rows[3]
+    assert rows[2].split()[7] == "2d04h"
+    assert rows[3].split()[7] == "40s" and "over quota" in rows[3]
     # the launcher gave no estimate: unknown, and no option
     assert all(row.split()[-3:] == ["start", "unknown", "-"] for row in rows)
 
@@ -169,8 +185,8 @@ def test_waited_falls_back_to_queued_at_and_to_a_dash():
         ],
         now=now,
     ).splitlines()[1:]
-    assert rows[0].split()[6] == "12m"
-    assert rows[1].split()[6] == "-"
+    assert rows[0].split()[7] == "12m"
+    assert rows[1].split()[7] == "-"
 
 
 def test_queued_is_a_contract_status():

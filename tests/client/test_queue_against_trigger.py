@@ -55,11 +55,12 @@ def test_ftl_queue_shows_the_waiting_jobs_in_dispatch_order(one_slot, capsys):
     assert main(["queue"], client=client) == 0
     header, *rows = capsys.readouterr().out.splitlines()
     assert lam.events == [{"action": "list", "status": "Queued"}]
-    assert header.split()[:6] == ["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON"]
-    assert [row.split()[:2] for row in rows] == [
-        ["1", waiting[0]],
-        ["2", waiting[1]],
-        ["3", waiting[2]],
+    assert header.split()[:7] == ["POS", "JOB", "TEAM", "SHARE", "INSTANCES", "WAITED", "REASON"]
+    # a single-team platform: no team, the one share "default" (jobmodel.scheduler.share_of)
+    assert [row.split()[:4] for row in rows] == [
+        ["1", waiting[0], "-", "default"],
+        ["2", waiting[1], "-", "default"],
+        ["3", waiting[2], "-", "default"],
     ]
     assert all(" 1 x ml.g5.xlarge " in row for row in rows)
     assert "behind 2 jobs" in rows[2]
@@ -71,6 +72,7 @@ def test_ftl_queue_shows_the_waiting_jobs_in_dispatch_order(one_slot, capsys):
     jobs = json.loads(capsys.readouterr().out)["jobs"]
     assert [j["job_name"] for j in jobs] == waiting
     assert all(j["status"] == "Queued" and j["queued_seconds"] >= 0 for j in jobs)
+    assert all(j["share"] == "default" for j in jobs)
     assert all(
         j["estimated_start_by"] is None and j["estimated_start_unknown_reason"] for j in jobs
     )

@@ -117,9 +117,9 @@ def test_fair_share_weights_are_inverted_for_batch(fair):
         {
             "FairsharePolicy": {
                 "ShareDistribution": [
-                    {"ShareIdentifier": "team-a", "WeightFactor": 0.5},
-                    {"ShareIdentifier": "team-b", "WeightFactor": 1},
-                    {"ShareIdentifier": "team-c", "WeightFactor": 2},
+                    {"ShareIdentifier": "teamXa", "WeightFactor": 0.5},
+                    {"ShareIdentifier": "teamXb", "WeightFactor": 1},
+                    {"ShareIdentifier": "teamXc", "WeightFactor": 2},
                 ]
             }
         },
@@ -224,6 +224,9 @@ def test_dashboard_and_alarms(fair):
         "MonthSpendUsd",
         "RUNNING_SUM",
         "team-a budget",
+        # Each team's Batch share, as the queue's jobs carry it (jobmodel.scheduler.share_of)
+        "Batch shares (fairshare)",
+        "| team-a | `teamXa` |",
     ):
         assert needle in body, needle
     for team, budget in (("team-a", 1000), ("team-c", 250)):
@@ -303,4 +306,4 @@ def test_sandbox_stand_in_reads_the_synthesized_queue(fair):
         "CAPACITY:INSUFFICIENT_INSTANCE_CAPACITY",
         "MISCONFIGURATION:SERVICE_ENVIRONMENT_MAX_RESOURCE",
     )
-    assert q.weight_factors == {"team-a": 0.5, "team-b": 1.0, "team-c": 2.0}
+    assert q.weight_factors == {"teamXa": 0.5, "teamXb": 1.0, "teamXc": 2.0}

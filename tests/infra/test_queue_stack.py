@@ -151,8 +151,8 @@ def test_fair_share_weights_come_from_the_teams(queue_teams):
         {
             "FairsharePolicy": {
                 "ShareDistribution": [
-                    {"ShareIdentifier": "team-a", "WeightFactor": 0.5},  # weight 2
-                    {"ShareIdentifier": "team-b", "WeightFactor": 1},
+                    {"ShareIdentifier": "teamXa", "WeightFactor": 0.5},  # weight 2
+                    {"ShareIdentifier": "teamXb", "WeightFactor": 1},
                 ]
             },
             "QuotaSharePolicy": Match.absent(),

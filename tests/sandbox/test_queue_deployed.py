@@ -268,7 +268,7 @@ def test_a_chained_job_without_spot_capacity_moves_on_to_a_new_service_job(deplo
     assert first_ is first and first.status == "FAILED"
     assert second.request["jobName"] == f"{name}-a2" and second.job_id != first.job_id
     sent = json.loads(second.request["serviceRequestPayload"])
-    assert sent["EnableManagedSpotTraining"] is False
+    assert "EnableManagedSpotTraining" not in sent  # exclusive with InstancePreferences
     assert sent["ResourceConfig"]["InstancePreferences"][0]["InstanceType"] == "ml.g5.xlarge"
     job = call({"action": "describe", "job_name": name})
     assert job["attempt"] == 2 and job["batch_job_id"] == second.job_id, job

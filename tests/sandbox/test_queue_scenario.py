@@ -234,7 +234,7 @@ def test_the_first_two_jobs_run_and_the_rest_wait_queued_in_fair_share_order(sce
     assert {team: scenario.usage(team) for team in TEAM_NAMES} == dict.fromkeys(TEAM_NAMES, 4)
 
 
-def test_ftl_queue_shows_position_team_instances_wait_and_reason(scenario, fair):
+def test_ftl_queue_shows_position_team_share_instances_wait_and_reason(scenario, fair):
     env = {k: v for k, v in scenario.deployed.env.items() if not k.startswith("FTL_")}
 
     def ftl(*args: str, function: str) -> str:
@@ -251,7 +251,9 @@ def test_ftl_queue_shows_position_team_instances_wait_and_reason(scenario, fair)
         return proc.stdout
 
     table = ftl("queue", function=scenario.outputs["AdminInvokeArn"]).splitlines()
-    headers = ["POS", "JOB", "TEAM", "INSTANCES", "WAITED", "REASON", "STARTS", "SOONER WITH"]
+    headers = [
+        "POS", "JOB", "TEAM", "SHARE", "INSTANCES", "WAITED", "REASON", "STARTS", "SOONER WITH"
+    ]  # fmt: skip
     assert table[0].split("  ")[0] == "POS" and [h for h in headers if h in table[0]] == headers
     # Columns by the header's positions (REASON and STARTS hold spaces).
     starts = [table[0].index(h) for h in headers] + [None]
@@ -260,12 +262,15 @@ def test_ftl_queue_shows_position_team_instances_wait_and_reason(scenario, fair)
     ]
     order = ("beta-1", "gamma-1", "beta-2", "gamma-2")
     assert [r[1] for r in rows] == [fair[k]["job_name"] for k in order]
-    assert [(r[0], r[2], r[3]) for r in rows] == [
-        (str(i), k.split("-")[0], "2 x ml.p4d.24xlarge") for i, k in enumerate(order, 1)
+    # SHARE: the team's fair-share identifier (jobmodel.scheduler.share_of; these names hold
+    # no '-', so it is the team's name)
+    assert [(r[0], r[2], r[3], r[4]) for r in rows] == [
+        (str(i), k.split("-")[0], k.split("-")[0], "2 x ml.p4d.24xlarge")
+        for i, k in enumerate(order, 1)
     ]
-    reasons = [r[5] for r in rows]
+    reasons = [r[6] for r in rows]
     assert reasons == ["waiting for capacity", "behind 1 job", "behind 2 jobs", "behind 3 jobs"]
-    assert all(r[6].startswith(("starts by ~", "start unknown")) for r in rows), rows
+    assert all(r[7].startswith(("starts by ~", "start unknown")) for r in rows), rows
     as_json = json.loads(ftl("--json", "queue", function=scenario.outputs["AdminInvokeArn"]))
     assert [j["queue_position"] for j in as_json["jobs"]] == [1, 2, 3, 4]
     assert all(j["queued_seconds"] >= 0 for j in as_json["jobs"])

@@ -30,7 +30,7 @@ from jobmodel import JobModelError, NotFound, ValidationError
 from jobmodel.errors import THROTTLE_CODES
 from jobmodel.names import DEFAULT_SHARE, JOB_NAME_TAG_KEY
 from jobmodel.queue_state import STOP_REASON, from_service_job
-from jobmodel.scheduler import PRIORITY_LIMITS
+from jobmodel.scheduler import PRIORITY_LIMITS, share_of
 
 from .errors import Conflict, Throttled, UpstreamError
 
@@ -104,7 +104,7 @@ def service_job_request(
             f"{MAX_PAYLOAD_BYTES} bytes (10 KiB) in a service job, so shorten the "
             "hyperparameters, environment or tags",
         )
-    share = team or DEFAULT_SHARE
+    share = share_of(team, share_policy)
     request: dict[str, Any] = {
         "jobName": job_name,
         "jobQueue": job_queue,

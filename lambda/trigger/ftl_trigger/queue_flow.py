@@ -27,6 +27,7 @@ from jobmodel.chain import capacity_failure, ledger_job_of_attempt
 from jobmodel.contract import Status
 from jobmodel.job import Change, ChangeFor
 from jobmodel.queue_state import classify_reason, waited_seconds
+from jobmodel.scheduler import share_of
 from jobmodel.training_state import from_training_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -159,6 +160,7 @@ class QueueFlow:
             return
         view["batch_job_id"] = job.get("batch_job_id")
         view["priority"] = job.get("priority")
+        view["share"] = share_of(job.get("team"), self.rt.scheduler.share_policy)
         view["queued_at"] = job.get("queued_at")
         if job.get("training_job_name"):
             view["console_url"] = self.rt.console_base + job["training_job_name"]

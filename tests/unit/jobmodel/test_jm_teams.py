@@ -116,3 +116,29 @@ def test_overlapping_team_names_fail_synth_naming_the_keys():
 def test_teams_whose_names_only_share_a_start_are_fine():
     config = TeamsConfig.parse([_team(name="team-a"), _team(name="team-ab")])
     assert [t.name for t in config.teams] == ["team-a", "team-ab"]
+
+
+# ------------------------------------------------------------------ Batch shares (issue 26)
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from jobmodel.scheduler import share_of  # noqa: E402
+from jobmodel.teams import TEAM_NAME_RE  # noqa: E402
+
+team_names = st.from_regex(TEAM_NAME_RE, fullmatch=True)
+
+
+@given(team_names, team_names)
+def test_every_team_has_its_own_alphanumeric_fair_share_identifier(a, b):
+    """Batch: a shareIdentifier is at most 255 alphanumeric characters (ShareAttributes);
+    the mapping is one-to-one, so team-a and teama stay two shares."""
+    share = share_of(a)
+    assert share.isascii() and share.isalnum() and len(share) <= 255
+    assert (share_of(a) == share_of(b)) == (a == b)
+
+
+def test_the_share_mapping_as_documented():
+    assert share_of("team-a") == "teamXa" and share_of("teama") == "teama"
+    assert share_of(None) == "default"
+    # Quota share names may hold '-' (Batch's CreateQuotaShare): the team's name as it is.
+    assert share_of("team-a", "quotashare") == "team-a"

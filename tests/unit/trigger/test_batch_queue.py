@@ -48,7 +48,8 @@ def test_request_shape_matches_the_batch_model(stubbed):
         **RENDERED,
         "Tags": [*RENDERED.get("Tags", []), tag],
     }
-    assert req["shareIdentifier"] == "team-a" and "quotaShareName" not in req
+    # A fair-share identifier is alphanumeric (Batch's ShareAttributes): team-a is teamXa.
+    assert req["shareIdentifier"] == "teamXa" and "quotaShareName" not in req
     assert req["clientToken"] == batch.batch_client_token("team-a", "tok-1")
     assert len(req["clientToken"]) == 64
     rules = req["retryStrategy"]["evaluateOnExit"]
@@ -217,10 +218,10 @@ def test_list_and_terminate(stubbed):
             "jobQueue": QUEUE,
             "maxResults": 100,
             "jobStatus": "RUNNABLE",
-            "filters": [{"name": "SHARE_IDENTIFIER", "values": ["team-a"]}],
+            "filters": [{"name": "SHARE_IDENTIFIER", "values": ["teamXa"]}],
         },
     )
-    assert batch.list_jobs(client, QUEUE, status="RUNNABLE", share="team-a") == {
+    assert batch.list_jobs(client, QUEUE, status="RUNNABLE", share="teamXa") == {
         "jobs": [],
         "next_token": "n2",
     }

@@ -79,7 +79,7 @@ def test_a_job_moves_through_its_chain_and_its_attempts_add_up(chain):
     prefs = second["ResourceConfig"]["InstancePreferences"]
     assert [p["InstanceType"] for p in prefs] == ["ml.g5.xlarge", "ml.g6.xlarge", "ml.g5.2xlarge"]
     assert "InstanceType" not in second["ResourceConfig"]
-    assert second["EnableManagedSpotTraining"] is False
+    assert "EnableManagedSpotTraining" not in second  # exclusive with InstancePreferences
     assert "MaxWaitTimeInSeconds" not in second["StoppingCondition"]
     # every attempt resumes from the job's one checkpoint prefix
     assert second["CheckpointConfig"] == first["CheckpointConfig"]

@@ -19,7 +19,7 @@ from tests.lambda_support import emf_records, emf_totals, http_event
 from tests.unit.trigger.conftest import queue_launcher
 from tests.unit.trigger.test_teams import teams_env
 
-QUEUE_FIELDS = {"batch_job_id", "priority", "queued_at"}
+QUEUE_FIELDS = {"batch_job_id", "priority", "share", "queued_at"}
 
 
 @pytest.fixture
