@@ -41,6 +41,15 @@ $(VENV)/checkov/.installed: requirements-checkov.txt
 	$(VENV)/checkov/bin/pip install -q -r requirements-checkov.txt
 	touch $@
 
+# mypy 2 type-checks for Python 3.10 and newer only; training/ runs on the images' Pythons,
+# the oldest 3.9, so it gets the last mypy that targets 3.9, in its own environment.
+MYPY_PY39 := 1.20.2
+$(VENV)/mypy-py39/.installed-$(MYPY_PY39):
+	rm -rf $(VENV)/mypy-py39
+	$(PYTHON) -m venv $(VENV)/mypy-py39
+	$(VENV)/mypy-py39/bin/pip install -q mypy==$(MYPY_PY39)
+	touch $@
+
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -69,11 +78,13 @@ sandbox-queue: setup
 sandbox-queue-teams: setup
 	$(PY) -m sandbox.demo --serve --queue --teams $(SANDBOX_ARGS)
 
-lint: setup
+lint: setup $(VENV)/mypy-py39/.installed-$(MYPY_PY39)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	# strict on jobmodel/ and the Lambdas' packages ([tool.mypy] in pyproject.toml)
 	$(VENV)/bin/mypy
+	# training/ for Python 3.9, the oldest of the training images (training/mypy.ini)
+	$(VENV)/mypy-py39/bin/mypy --config-file training/mypy.ini
 
 format: setup
 	$(VENV)/bin/ruff check --fix .

@@ -92,7 +92,7 @@ def _per_example_sdpa(
     """SDPA once per example ([T, H, D] in, [T, H, D] out): no mask anywhere."""
     out = torch.empty(q.shape[0], q.shape[1], v.shape[-1], dtype=q.dtype, device=q.device)
     edges = bounds.tolist()
-    for a, b in zip(edges[:-1], edges[1:], strict=True):
+    for a, b in zip(edges[:-1], edges[1:]):
         qs, ks, vs = (t[a:b].transpose(0, 1).unsqueeze(0) for t in (q, k, v))
         o = torch.nn.functional.scaled_dot_product_attention(
             qs, ks, vs, dropout_p=dropout, is_causal=causal, scale=scaling, enable_gqa=gqa

@@ -74,7 +74,7 @@ class SigtermCheckpointCallback(TrainerCallback):
     def __init__(self, signals: tuple[int, ...] = (signal.SIGTERM,)):
         self.requested = threading.Event()
         self.triggered_at_step: int | None = None
-        self._previous = {}
+        self._previous: dict[int, Any] = {}
         self._signals = signals
         self._installed = False
 

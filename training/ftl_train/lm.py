@@ -56,7 +56,9 @@ def prepare_lm(
         total = len(concat["input_ids"])
         if total >= block:
             total = (total // block) * block
-        result = {k: [v[i : i + block] for i in range(0, total, block)] for k, v in concat.items()}
+        result: dict[str, list[Any]] = {
+            k: [v[i : i + block] for i in range(0, total, block)] for k, v in concat.items()
+        }
         result[LENGTH_COLUMN] = [len(x) for x in result["input_ids"]]
         return result
 

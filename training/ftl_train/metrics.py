@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import re
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -89,7 +89,7 @@ def f1_score(prediction: str, truth: str, version_2: bool = True) -> float:
 
 
 def squad_metrics(
-    predictions: dict[str, str], references: dict[str, Iterable[str]], version_2: bool = False
+    predictions: Mapping[str, str], references: Mapping[str, Iterable[str]], version_2: bool = False
 ) -> dict[str, float]:
     """Exact match and F1 in percent, each the max over an example's gold answers, by the
     rules of the official evaluation scripts (``evaluate-v1.1.py``, ``evaluate-v2.0.py``).
