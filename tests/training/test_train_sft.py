@@ -128,7 +128,10 @@ def test_recipe_hyperparameters_are_checked():
         "state_dict_type": "SHARDED_STATE_DICT",
         "activation_checkpointing": True,
         "cpu_ram_efficient_loading": False,
+        "version": 2,  # FSDP2, also where transformers' default is still FSDP1
     }
+    smp_v2 = parallel.fsdp_training_args(ok.fsdp, None, True, smp_v2=True)["fsdp_config"]
+    assert "version" not in smp_v2 and "sync_module_states" not in smp_v2  # FSDP1 on a GPU
     assert hparams.parse(["--task", "sft", "--fsdp", ""]).fsdp is None
     bad = [
         (["--fsdp", "full_shard zigzag"], "zigzag"),

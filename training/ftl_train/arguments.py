@@ -68,6 +68,8 @@ def _sharding_and_checkpointing(
         parallel.smp_v2_fsdp_options(environ, hp),
         hp.fsdp_transformer_layer_cls_to_wrap,
         perf.gradient_checkpointing,
+        smp_v2=parallel.smp_v2_requested(environ),
+        cuda=perf.cuda,
     )
     kw.update(fsdp)
     # Under FSDP the checkpointing is FSDP's own (fsdp_config); the Trainer's would
@@ -144,4 +146,6 @@ def build_training_arguments(
     )
     kw.update(_optional(hp, perf, sm, report_to))
     kw.update(_sharding_and_checkpointing(hp, perf, environ or os.environ))
-    return TrainingArguments(**compat.training_arguments_kwargs(kw, compat.training_fields()))
+    args = TrainingArguments(**compat.training_arguments_kwargs(kw, compat.training_fields()))
+    compat.fsdp_environment(args)
+    return args

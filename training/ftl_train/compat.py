@@ -203,13 +203,15 @@ def trainer_fsdp_enabled(trainer: Any) -> bool:
 
 def unwrap_model(trainer: Any) -> Any:
     """The bare model under the Trainer's DDP/FSDP wrappers: ``accelerator.unwrap_model``
-    (transformers >= 4.30), else transformers' own ``unwrap_model`` (4.26)."""
+    (transformers >= 4.30); 4.26 has no accelerator, and its wrappers (DDP, SMP v1's
+    ``DistributedModel``) keep the model in ``.module``, as its ``unwrap_model`` reads it."""
     accelerator = trainer_accelerator(trainer)
     if accelerator is not None:
         return accelerator.unwrap_model(trainer.model)
-    from transformers.modeling_utils import unwrap_model as hf_unwrap
-
-    return hf_unwrap(trainer.model)
+    model = trainer.model
+    while hasattr(model, "module"):
+        model = model.module
+    return model
 
 
 def barrier(trainer: Any) -> None:
@@ -235,6 +237,77 @@ def barrier(trainer: Any) -> None:
 
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
+
+
+# ---------------------------------------------------------------------------- FSDP
+
+
+def fsdp_version_config(smp_v2: bool, cuda: bool) -> dict[str, Any]:
+    """``fsdp_config`` entries that pick the FSDP implementation for this accelerate.
+
+    * FSDP2 (``fully_shard``) where accelerate has it (>= 1.6,
+      ``FullyShardedDataParallelPlugin.fsdp_version``): ``{"version": 2}``. transformers 5.3
+      (the LLM image, accelerate 1.13) still defaults to FSDP1, which later releases
+      deprecate (transformers 5.20 removed it; its default is FSDP2): asking for 2 gives
+      every image the FSDP the tests run. Not under SMP v2, whose ``torch.sagemaker`` shards
+      through FSDP1.
+    * FSDP1 otherwise (accelerate 1.4 in the transformers 4.49 image, 1.5 in the SMP v2
+      image, or SMP v2): transformers turns ``sync_module_states`` on, and accelerate's
+      FSDP1 plugin then wants an accelerator and stops a CPU (gloo) run. On a CPU it is
+      off: every process loads the same weights from the same files with the same seed.
+    """
+    try:
+        from accelerate.utils import FullyShardedDataParallelPlugin
+    except ImportError:
+        return {}
+    fields = {f.name for f in dataclasses.fields(FullyShardedDataParallelPlugin)}
+    if "fsdp_version" in fields and not smp_v2:
+        return {"version": 2}
+    return {} if cuda else {"sync_module_states": False}
+
+
+def fsdp_plugin(args: Any) -> Any:
+    """accelerate's ``FullyShardedDataParallelPlugin`` for these ``TrainingArguments``, as
+    the Trainer builds it where accelerate turns FSDP on by itself (GPUs).
+
+    transformers >= 4.5x hands the plugin its settings as ``args.fsdp_plugin_args``
+    (5.3 has it). Older ones (4.44 in the SMP v2 image, 4.49) write them to ``FSDP_*``
+    environment variables (``fsdp_environment``), which the plugin reads when built without
+    arguments; the Trainer then copies ``limit_all_gathers`` and ``activation_checkpointing``
+    from ``fsdp_config`` onto it.
+    """
+    from accelerate.utils import FullyShardedDataParallelPlugin
+
+    plugin_args = getattr(args, "fsdp_plugin_args", None)
+    if plugin_args is not None:
+        return FullyShardedDataParallelPlugin(**plugin_args)
+    plugin = FullyShardedDataParallelPlugin()
+    config = getattr(args, "fsdp_config", None) or {}
+    for key in ("limit_all_gathers", "activation_checkpointing"):
+        if key in config:
+            setattr(plugin, key, config[key])
+    return plugin
+
+
+def fsdp_environment(args: Any, environ: Any = None) -> dict[str, str]:
+    """The ``FSDP_*`` variables that older transformers leave out; returns those it set.
+
+    transformers without ``TrainingArguments.fsdp_plugin_args`` (4.44, 4.49) passes FSDP
+    settings to accelerate through the environment but not ``fsdp_config``'s
+    ``state_dict_type``, so accelerate's default (full state dicts gathered on one process)
+    would replace the sharded checkpoints (``SHARDED_STATE_DICT``) the entrypoint asks for,
+    the ones that resume on another number of processes. Newer releases hand it over
+    themselves: nothing is set.
+    """
+    environ = os.environ if environ is None else environ
+    config = getattr(args, "fsdp_config", None) or {}
+    if not getattr(args, "fsdp", None) or hasattr(args, "fsdp_plugin_args"):
+        return {}
+    out = {}
+    if config.get("state_dict_type"):
+        out["FSDP_STATE_DICT_TYPE"] = str(config["state_dict_type"])
+    environ.update(out)
+    return out
 
 
 # ---------------------------------------------------------------------------- TrainingArguments

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from . import compat
 from .hparams import HyperparameterError, Hyperparameters, fsdp_options
 
 logger = logging.getLogger("ftl_train")
@@ -45,9 +46,14 @@ SMP_V2_ONLY_KEYS = frozenset(
 
 
 def fsdp_training_args(
-    fsdp: str | None, layer_cls: str | None, activation_checkpointing: bool
+    fsdp: str | None,
+    layer_cls: str | None,
+    activation_checkpointing: bool,
+    smp_v2: bool = False,
+    cuda: bool = True,
 ) -> dict[str, Any]:
-    """TrainingArguments fields for FSDP, or {} when ``fsdp`` is empty."""
+    """TrainingArguments fields for FSDP, or {} when ``fsdp`` is empty. FSDP2 where accelerate
+    has it, except under SMP v2, which shards through FSDP1 (``compat.fsdp_version_config``)."""
     options = fsdp_options(fsdp)
     if not options:
         return {}
@@ -56,6 +62,7 @@ def fsdp_training_args(
         "activation_checkpointing": bool(activation_checkpointing),
         "cpu_ram_efficient_loading": False,
     }
+    config.update(compat.fsdp_version_config(smp_v2, cuda))
     if layer_cls:
         names = [n.strip() for n in layer_cls.split(",") if n.strip()]
         config["transformer_layer_cls_to_wrap"] = names

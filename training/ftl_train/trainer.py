@@ -106,19 +106,19 @@ class _SamplerEpoch(TrainerCallback):
 def enable_cpu_fsdp(trainer: Trainer) -> bool:
     """FSDP for a multi-process CPU (gloo) run, which accelerate sets up as plain DDP.
 
-    accelerate only turns its FSDP plugin on for GPU-like device types; PyTorch's FSDP2
-    (``fully_shard``) itself runs on CPU with gloo. This lets the CPU tests exercise the same
-    sharding, sharded checkpoints and resume as a GPU job. A no-op on GPUs.
+    accelerate only turns its FSDP plugin on for GPU-like device types; PyTorch's FSDP
+    (FSDP2's ``fully_shard``, and FSDP1 where accelerate has only that) itself runs on CPU
+    with gloo. This lets the CPU tests exercise the same sharding, sharded checkpoints and
+    resume as a GPU job. A no-op on GPUs.
     """
-    plugin_args = getattr(trainer.args, "fsdp_plugin_args", None)
-    if not plugin_args or trainer.is_fsdp_enabled:
+    if not getattr(trainer.args, "fsdp", None) or trainer.is_fsdp_enabled:
         return False
-    from accelerate.utils import DistributedType, FullyShardedDataParallelPlugin
+    from accelerate.utils import DistributedType
 
     state = trainer.accelerator.state
     if state.distributed_type != DistributedType.MULTI_CPU:
         return False
-    state.fsdp_plugin = FullyShardedDataParallelPlugin(**plugin_args)
+    state.fsdp_plugin = compat.fsdp_plugin(trainer.args)
     state.distributed_type = DistributedType.FSDP
     os.environ["ACCELERATE_USE_FSDP"] = "true"
     trainer.is_fsdp_enabled = True
