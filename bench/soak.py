@@ -45,6 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import urllib3
@@ -545,14 +546,28 @@ class Soak:
                 r.problems.append(f"announcement {dedup} of no job")
 
     def _items(self) -> list[dict[str, Any]]:
-        from ftl_ledger.items import from_item
+        # boto3's deserializer, not ftl_ledger's codec: ftl_ledger is the Lambdas' package (on
+        # the path under pytest only), and each deployed function loads its own copy.
+        from boto3.dynamodb.types import TypeDeserializer
 
+        plain = TypeDeserializer().deserialize
         ddb = self.client("dynamodb")
         return [
-            from_item(i)
+            {k: _plain(plain(v)) for k, v in i.items()}
             for page in ddb.get_paginator("scan").paginate(TableName=self.table)
             for i in page["Items"]
         ]
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB numbers (``Decimal``) as ``int`` or ``float``, in maps and lists too."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _epoch_ms(value: Any) -> Any:
