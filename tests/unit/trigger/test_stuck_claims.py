@@ -147,3 +147,65 @@ def test_a_lost_ledger_write_after_the_start_answers_the_ledgers_status(teams, p
     _at(teams, monkeypatch, job, CL.SUBMIT_GRACE_S + 1)
     described = teams({"action": "describe", "job_name": answer["job_name"]}, alias="team-alpha")
     assert described["status"] == "Completed" and "record_pending" not in described
+
+
+def test_the_issues_sequence_ends_by_the_sweep_alone_within_the_documented_bound(
+    teams, prefix, monkeypatch
+):
+    """Issue 30's sequence with no caller coming back: every CreateTrainingJob attempt times
+    out, then the look-up is throttled. Only the scheduled sweep (every SWEEP_MINUTES) looks:
+    before the bound it decides nothing, and by the bound plus one sweep the job is
+    FailedToStart, its usage (instances and reserved cost) given back exactly once and its
+    end announced once, whatever looks come after."""
+    published: list[dict] = []
+    sns = teams.module.RUNTIME.sns
+
+    class Recording:
+        def publish(self, **message):
+            published.append(message)
+            return sns.publish(**message)
+
+    monkeypatch.setattr(teams.module.RUNTIME, "sns", Recording())
+    before = _usage(teams)
+    job = _stuck(teams, prefix)
+    name = job["job_name"]["S"]
+    claimed = _usage(teams)
+    assert claimed["instances"] == before["instances"] + 1
+    assert claimed["month_reserved_usd"] > before["month_reserved_usd"]
+
+    period = 60 * CL.SWEEP_MINUTES
+    deadline = CL.CLAIM_BOUND_S + period  # docs/API.md: "within 360 s of its submit"
+    ended_at = None
+    age = period
+    while age <= deadline:
+        _at(teams, monkeypatch, job, age)
+        swept = teams({"action": "sweep"}, alias="sweep")
+        (item,) = [j for j in jobs_in_ledger(teams) if j["job_name"]["S"] == name]
+        if age < CL.CLAIM_BOUND_S:  # looked for, not found: nothing decided yet
+            assert item["status"]["S"] == "Submitting", (age, swept)
+            assert _usage(teams) == claimed
+        elif item["status"]["S"] == "FailedToStart":
+            ended_at = age
+            break
+        age += period
+    assert ended_at is not None and ended_at <= deadline, f"still Submitting at {deadline} s"
+    assert "was found 300 seconds after the claim" in item["failure_reason"]["S"]
+    assert "care" not in item and "owed_effects" not in item
+    assert _usage(teams) == before
+
+    # every later look leaves it as it is: usage given back once, the end announced once
+    for look in (
+        {"action": "sweep"},
+        {"action": "describe", "job_name": name},
+        {"action": "stop", "job_name": name},
+        {"action": "list"},
+    ):
+        teams(look, alias="sweep" if look["action"] == "sweep" else "team-alpha")
+    assert _usage(teams) == before
+    ends = [
+        m
+        for m in published
+        if m["MessageAttributes"]["dedup_id"]["StringValue"] == f"{name}/announce"
+    ]
+    assert len(ends) == 1 and "FailedToStart" in ends[0]["Subject"]
+    assert jobs(teams, prefix) == []
