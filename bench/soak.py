@@ -442,7 +442,6 @@ class Soak:
         r = self.result
         items = self._items()
         jobs = {i["job_name"]: i for i in items if i["pk"].startswith("job#")}
-        tokens = {i["pk"]: i for i in items if i["pk"].startswith("token#")}
         r.jobs, r.ended = len(jobs), sum(j["status"] in TERMINAL_STATUSES for j in jobs.values())
         for key, names in self.tokens.items():
             live = [n for n in names if jobs.get(n, {}).get("status") != "FailedToStart"]
@@ -453,13 +452,6 @@ class Soak:
                 if name not in jobs:
                     r.lost_jobs += 1
                     r.problems.append(f"token {key} answered {name}, not in the ledger")
-        by_token = Counter(
-            (j.get("team"), j.get("client_token")) for j in jobs.values() if j.get("client_token")
-        )
-        for (team, token), count in by_token.items():
-            live_token = tokens.get(f"token#{team}#{token}")
-            if count > 1 and live_token is None:
-                continue  # earlier jobs of the token failed to start and freed it
         for name, job in jobs.items():
             if job["status"] == "Submitting":
                 r.stuck_claims += 1

@@ -9,7 +9,7 @@ import pytest
 
 from bench.soak import deploy_for, report, soak
 
-SECONDS = 20.0  # per scheduler; with its deploy and the checks about a minute each
+SECONDS = 10.0  # callers per scheduler; with its deploy and the checks under a minute each
 pytestmark = pytest.mark.sandbox
 
 
