@@ -6,6 +6,8 @@
 #   make test   - set up everything (the training stack and checkov too) and run lint plus every
 #                 test (what .ci/run calls)
 #   make test-fast - lint (ruff, mypy) and every test that needs no sandbox deploy
+#   make soak   - the fault-injection soak (bench/soak.py): both schedulers at 10% and 25% of
+#                 the deployed functions' AWS calls failing, a few minutes each, in the sandbox
 # Set-up per command: `setup` (demo, sandbox, synth, lint) installs the CDK, moto and the test
 # tools; `setup-test` (test, bench) adds the training stack (requirements-train.txt: torch,
 # transformers, ...) and checkov's own environment, which only the tests and benchmarks use.
@@ -16,7 +18,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup setup-test demo demo-queue demo-chain sandbox sandbox-teams sandbox-queue sandbox-queue-teams test test-fast lint format synth bench clean
+.PHONY: setup setup-test demo demo-queue demo-chain sandbox sandbox-teams sandbox-queue sandbox-queue-teams test test-fast lint format synth bench soak clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -102,6 +104,10 @@ synth: setup
 
 bench: setup-test
 	$(PY) -m bench.run_all
+
+# SOAK_SECONDS per scheduler and fault rate (default 150); loopback only, bounded in time.
+soak: setup
+	$(PY) -m bench.soak --seconds $(or $(SOAK_SECONDS),150) --faults 0.10 0.25
 
 clean:
 	rm -rf cdk.out .pytest_cache .hypothesis

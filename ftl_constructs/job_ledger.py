@@ -7,11 +7,12 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from jobmodel.names import JOB_INDEX, TEAM_INDEX
+from jobmodel.claims import CARE
+from jobmodel.names import CARE_INDEX, JOB_INDEX, TEAM_INDEX
 
 
 def ledger_table(scope: Construct, key: kms.IKey) -> dynamodb.Table:
-    """The job ledger: KMS-encrypted, point-in-time recovery, retained, two indexes."""
+    """The job ledger: KMS-encrypted, point-in-time recovery, retained, three indexes."""
     table = dynamodb.Table(
         scope,
         "JobLedger",
@@ -33,6 +34,13 @@ def ledger_table(scope: Construct, key: kms.IKey) -> dynamodb.Table:
     table.add_global_secondary_index(
         index_name=TEAM_INDEX,
         partition_key=dynamodb.Attribute(name="team", type=dynamodb.AttributeType.STRING),
+        sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
+    )
+    # The jobs the sweep looks after, oldest first (sparse: only jobs still claimed or owing
+    # end effects carry the key, ``jobmodel.claims.needs_care``).
+    table.add_global_secondary_index(
+        index_name=CARE_INDEX,
+        partition_key=dynamodb.Attribute(name=CARE, type=dynamodb.AttributeType.STRING),
         sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
     )
     return table

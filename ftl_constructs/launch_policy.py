@@ -205,6 +205,21 @@ def _follow_statements(
     ]
 
 
+def grant_job_lookup(policy: iam.Policy) -> None:
+    """Direct mode: a claimed job whose start went unanswered is looked for by name
+    (ftl_trigger/backend_direct.py). DescribeTrainingJob is granted only on jobs tagged by the
+    platform, so of a job that does not exist it answers AccessDenied, not "no such job";
+    ListTrainingJobs (NameContains) says so. It supports no resource-level permissions: only
+    "*" grants it (acknowledged with the quota read, ``grant_quota_read``)."""
+    policy.add_statements(
+        iam.PolicyStatement(
+            sid="FindClaimedJobs",
+            actions=["sagemaker:ListTrainingJobs"],
+            resources=["*"],
+        )
+    )
+
+
 def grant_quota_read(policy: iam.Policy) -> None:
     """Quota-aware submit (ftl_trigger/service_quotas.py). The Service Authorization
     Reference lists no resource type and no condition key for ListServiceQuotas (not
@@ -220,5 +235,7 @@ def grant_quota_read(policy: iam.Policy) -> None:
         policy,
         "AwsSolutions-IAM5[Resource::*]",
         "servicequotas:ListServiceQuotas supports no resource-level permissions and no "
-        "condition keys; it reads the account's quota values only.",
+        "condition keys; it reads the account's quota values only. Direct mode: "
+        "sagemaker:ListTrainingJobs supports none either; it reads job names and statuses "
+        "only, to tell whether a claimed job's unanswered start happened.",
     )

@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ftl_constructs.botocore_models import declared_operations
@@ -23,21 +26,30 @@ from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT, TRIGGER_OPERATIONS, so
 from ftl_constructs.job_ledger import ledger_table
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate
-from ftl_constructs.launch_policy import grant_quota_read, launch_statements, training_job_arns
+from ftl_constructs.launch_policy import (
+    grant_job_lookup,
+    grant_quota_read,
+    launch_statements,
+    training_job_arns,
+)
 from ftl_constructs.nag import acknowledge_resource, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
 from jobmodel import TemplateSpec, dump_catalog
 from jobmodel.capacity import CapacityConfig
+from jobmodel.claims import SWEEP_MINUTES, TRIGGER_TIMEOUT_S
 from jobmodel.names import (
+    CARE_INDEX,
     CHAIN_ALIAS,
     ENV_JOB_TABLE,
     ENV_PLATFORM_NAME,
     ENV_PRICES,
     ENV_TEAM_ROLES,
+    ENV_TOPIC_ARN,
     HTTP_ALIAS,
     JOB_INDEX,
+    SWEEP_ALIAS,
     TEAM_INDEX,
 )
 from jobmodel.platform import PlatformConfig
@@ -203,6 +215,8 @@ class JobLauncher(Construct):
             log_retention=log_retention,
             environment=self.environment,
             memory_size=512,
+            # The claims' bound counts on no call of the trigger being in flight after it.
+            timeout=Duration.seconds(TRIGGER_TIMEOUT_S),
         )
         self.function = self.trigger.function
         # One published version; every alias (http, team-<name>, admin) points at it.
@@ -226,11 +240,48 @@ class JobLauncher(Construct):
             if any(s.capacity_chain for s in specs)
             else None
         )
+        self._sweep()
         checkov_skip(
             self.function,
             "CKV_AWS_116",
-            "Invoked synchronously only (Lambda Invoke and the HTTP API); a dead-letter "
-            "queue applies to asynchronous invocations.",
+            "Invoked synchronously (Lambda Invoke and the HTTP API), and asynchronously only by "
+            "the chain alias's ask and the sweep's schedule, each repeated by what follows "
+            "(a describe, the next sweep); a dead-letter queue would hold nothing to replay.",
+        )
+
+    def _sweep(self) -> None:
+        """The sweep's door (jobmodel.claims): every SWEEP_MINUTES an EventBridge schedule
+        invokes the ``sweep`` alias, which only it may invoke, with the sweep action. A missed
+        sweep is not retried: the next one does its work."""
+        self.sweep_alias = lambda_.Alias(
+            self,
+            "SweepAlias",
+            alias_name=SWEEP_ALIAS,
+            version=self.version,
+            description="Fine-tuning launcher, the scheduled sweep (its EventBridge rule only)",
+        )
+        self.sweep_rule = events.Rule(
+            self,
+            "SweepSchedule",
+            description="Ends claims that never started and completes owed end effects",
+            schedule=events.Schedule.rate(Duration.minutes(SWEEP_MINUTES)),
+        )
+        self.sweep_rule.add_target(
+            targets.LambdaFunction(
+                self.sweep_alias,
+                event=events.RuleTargetInput.from_object({"action": "sweep"}),
+                retry_attempts=0,
+                max_event_age=Duration.minutes(SWEEP_MINUTES),
+            )
+        )
+
+    def announce_on(self, topic: sns.ITopic) -> None:
+        """The trigger announces the ends it records (jobmodel.effects) on ``topic``."""
+        self.function.add_environment(ENV_TOPIC_ARN, topic.topic_arn)
+        self.trigger.policy.add_statements(
+            iam.PolicyStatement(
+                sid="AnnounceJobEnds", actions=["sns:Publish"], resources=[topic.topic_arn]
+            )
         )
 
     def _trigger_policy(
@@ -298,16 +349,19 @@ class JobLauncher(Construct):
                     "dynamodb:ConditionCheckItem",
                     "dynamodb:Query",
                 ],
-                # Both indexes: list queries by-created, and by-team for a team member's
-                # list (and an admin's list with ``team``).
+                # The indexes: list queries by-created, and by-team for a team member's
+                # list (and an admin's list with ``team``); the sweep needs-care.
                 resources=[
                     self.table.table_arn,
                     f"{self.table.table_arn}/index/{JOB_INDEX}",
                     f"{self.table.table_arn}/index/{TEAM_INDEX}",
+                    f"{self.table.table_arn}/index/{CARE_INDEX}",
                 ],
             ),
         )
         grant_quota_read(policy)  # quota-aware submit
+        if self.job_queue is None:
+            grant_job_lookup(policy)  # a claim's unanswered start (queue mode: Batch's list)
         if self.job_queue is not None:
             self._queue_estimate_reads(policy)
 

@@ -6,8 +6,8 @@ whoever may invoke ``team-<name>`` acts as team ``<name>``. The platform team at
 team's managed policy to that team's roles; it grants ``lambda:InvokeFunction`` on the team's
 alias, ``execute-api:Invoke`` on the HTTP API's routes (on that door the team comes from the
 caller's IAM ARN), ``cloudformation:DescribeStacks`` on the launcher stack and the two log
-reads of ``ftl logs``, and denies invoking the ``http`` and ``chain`` aliases. Admins get the
-``admin`` alias and policy the same way.
+reads of ``ftl logs``, and denies invoking the ``http``, ``chain`` and ``sweep`` aliases.
+Admins get the ``admin`` alias and policy the same way.
 """
 
 from __future__ import annotations
@@ -65,14 +65,15 @@ class TeamAccess(Construct):
         teams: TeamsConfig,
         http_alias: lambda_.IAlias,
         chain_alias: lambda_.IAlias | None = None,
+        sweep_alias: lambda_.IAlias | None = None,
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
         # The service doors: the HTTP API's (it believes the identity an API Gateway event
-        # names) and, with capacity chains, the job-events function's.
-        self._service_door_arns = [http_alias.function_arn] + (
-            [chain_alias.function_arn] if chain_alias is not None else []
-        )
+        # names), with capacity chains the job-events function's, and the sweep's schedule's.
+        self._service_door_arns = [
+            a.function_arn for a in (http_alias, chain_alias, sweep_alias) if a is not None
+        ]
         # What the client needs beyond the doors (README, "The rights the client needs"):
         # finding the launcher from its stack's outputs, and `ftl logs`.
         self._launcher_stack_arn = stack.format_arn(
@@ -133,7 +134,8 @@ class TeamAccess(Construct):
                     resources=[self._training_logs_arn],
                 ),
                 # The `http` alias believes the caller identity an API Gateway event names; only
-                # the API may invoke it, and only the job-events function the `chain` alias.
+                # the API may invoke it, only the job-events function the `chain` alias, and only
+                # the sweep's schedule the `sweep` alias.
                 # No policy the platform hands out lets anyone else.
                 iam.PolicyStatement(
                     sid="DenyServiceDoorInvoke",

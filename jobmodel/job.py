@@ -17,8 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from . import claims as CL
+from . import effects as E
 from . import quotas as Q
-from .contract import Status
+from .contract import TERMINAL_STATUSES, Status
 from .training_state import merge
 
 __all__ = [
@@ -97,6 +99,9 @@ class JobRecord(TypedDict, total=False):
     cost_usd: float
     usage_released: bool
     usage_spend_usd: float
+    # end effects still owed (``effects``): effect name -> deduplication id
+    owed_effects: dict[str, str]
+    care: str  # in the sweep's index (``claims``)
     # bookkeeping
     revision: int
     status_source: str
@@ -188,6 +193,13 @@ def plan(job: JobRecord, change: Change, *, stamp: str) -> Plan | None:
         return None
     settlement = Q.settle(job, overlay(job, changes))
     changes.update(settlement.changes)
+    if job.get("status") not in TERMINAL_STATUSES and changes.get("status") in TERMINAL_STATUSES:
+        # The write that ends the job owes its end effects, durably, in the same write.
+        changes[E.OWED] = E.owed_at_end(job)
+    # In the sweep's sparse index only while the job is claimed or owes end effects.
+    care = CL.CARE_VALUE if CL.needs_care(overlay(job, changes)) else None
+    if job.get(CL.CARE) != care:
+        changes[CL.CARE] = care
     changes["updated_at"] = stamp
     free = change.free_token and bool(job.get("client_token")) and "status" in changes
     add_spend = settlement.add_spend

@@ -15,6 +15,7 @@ from datetime import datetime
 __all__ = [
     "ADMIN_ALIAS",
     "BATCH_TRAINING_JOB_PREFIX",
+    "CARE_INDEX",
     "CHAIN_ALIAS",
     "CLIENT_TOKEN_TAG_KEY",
     "DEFAULT_SHARE",
@@ -48,6 +49,7 @@ __all__ = [
     "LAUNCHER_TAG_KEYS",
     "PLATFORM_TAG_KEY",
     "REQUESTED_BY_TAG_KEY",
+    "SWEEP_ALIAS",
     "TEAM_ALIAS_PREFIX",
     "TEAM_INDEX",
     "TEAM_TAG_KEY",
@@ -58,10 +60,12 @@ __all__ = [
     "timestamp",
 ]
 
-# The ledger's global secondary indexes: every job newest first, and one team's jobs newest
-# first (sparse: only jobs with a team).
+# The ledger's global secondary indexes: every job newest first, one team's jobs newest
+# first (sparse: only jobs with a team), and the jobs the sweep looks after (sparse: only
+# jobs still claimed or owing end effects, ``claims.needs_care``).
 JOB_INDEX = "by-created"
 TEAM_INDEX = "by-team"
+CARE_INDEX = "needs-care"
 
 # ----------------------------------------------------------------------------- tag keys
 # The tag every training job the launcher starts carries (value: the platform's name); the
@@ -100,6 +104,9 @@ TEAM_ALIAS_PREFIX = "team-"
 # The job-events function's door: it asks the trigger to start a capacity chain's next attempt.
 CHAIN_ALIAS = "chain"
 ENV_CHAIN_FUNCTION = "FTL_CHAIN_FUNCTION"  # the job-events function's: the chain alias's ARN
+# The scheduled sweep's door: an EventBridge schedule asks the trigger to look after claimed
+# jobs and owed end effects (``claims``).
+SWEEP_ALIAS = "sweep"
 
 
 def team_alias_name(team: str) -> str:
@@ -120,7 +127,7 @@ TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 # ---------------------------------------------------------------- environment variables
 # The trigger's (and, where said, the job-events function's).
 ENV_JOB_TABLE = "FTL_JOB_TABLE"  # both functions
-ENV_TOPIC_ARN = "FTL_TOPIC_ARN"  # the job-events function's SNS topic
+ENV_TOPIC_ARN = "FTL_TOPIC_ARN"  # both functions: the SNS topic that announces ends
 ENV_CATALOG_PATH = "FTL_CATALOG_PATH"
 ENV_TEAM_ROLES = "FTL_TEAM_ROLES"
 ENV_PRICES = "FTL_PRICES"

@@ -227,6 +227,27 @@ class CapacityStandIn:
             )
         return {k: v for k, v in job.items() if not k.startswith("_")}
 
+    def list_training_jobs(
+        self,
+        NameContains: str = "",  # noqa: N803
+        MaxResults: int = 100,  # noqa: N803
+        **_: Any,
+    ) -> dict[str, Any]:
+        """ListTrainingJobs of the stand-in's jobs whose name contains ``NameContains``
+        (the trigger's look for a claimed job; summaries with the name, ARN and status)."""
+        names = [n for n in self.jobs if NameContains.lower() in n.lower()][:MaxResults]
+        return {
+            "TrainingJobSummaries": [
+                {
+                    "TrainingJobName": n,
+                    "TrainingJobArn": self.jobs[n]["TrainingJobArn"],
+                    "CreationTime": self.jobs[n]["CreationTime"],
+                    "TrainingJobStatus": self.jobs[n]["TrainingJobStatus"],
+                }
+                for n in names
+            ]
+        }
+
     def stop_training_job(self, TrainingJobName: str) -> dict[str, Any]:  # noqa: N803
         with self._lock:
             job = self.jobs.get(TrainingJobName)

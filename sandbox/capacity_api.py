@@ -5,10 +5,12 @@ switched on (``CapacityLayer.enable``: the rules, which types have no spot or on
 capacity, how many instances there are, which training plans exist), SageMaker's
 ``CreateTrainingJob`` requests (JSON protocol, ``X-Amz-Target: SageMaker.CreateTrainingJob``,
 SigV4 scope ``sagemaker``) go to the stand-in, and ``DescribeTrainingJob`` and
-``StopTrainingJob`` of the jobs it created do too. Everything else, and every request while
-it is off (the default), goes to moto unchanged. Errors come back in SageMaker's JSON error
-shape (``__type`` and ``Message``, HTTP 400), so boto3 raises the ``ClientError`` AWS would;
-a request that breaks botocore's model is a ``ValidationException``.
+``StopTrainingJob`` of the jobs it created do too, as does a ``ListTrainingJobs`` whose
+``NameContains`` matches one of them (the trigger's look for a claimed job). Everything
+else, and every request while it is off (the default), goes to moto unchanged. Errors come
+back in SageMaker's JSON error shape (``__type`` and ``Message``, HTTP 400), so boto3 raises
+the ``ClientError`` AWS would; a request that breaks botocore's model is a
+``ValidationException``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ _TARGETS = {
     "SageMaker.CreateTrainingJob": "create",
     "SageMaker.DescribeTrainingJob": "describe",
     "SageMaker.StopTrainingJob": "stop",
+    "SageMaker.ListTrainingJobs": "list",
 }
 
 
@@ -74,6 +77,8 @@ def _answer(layer: CapacityLayer, operation: str, body: dict[str, Any]) -> dict[
         return standin.create_training_job(**body)
     if operation == "describe":
         return _jsonable(standin.describe_training_job(**body))
+    if operation == "list":
+        return _jsonable(standin.list_training_jobs(**body))
     return standin.stop_training_job(**body)
 
 
@@ -86,7 +91,12 @@ def capacity_layer(app: Any, layer: CapacityLayer) -> Any:
         if not layer.enabled or operation is None or signed is None or signed[0] != "sagemaker":
             return app(environ, start_response)
         raw, body = read_json(environ)
-        if operation != "create" and body.get("TrainingJobName") not in layer.standin.jobs:
+        if operation == "list":
+            mine = layer.standin.list_training_jobs(NameContains=body.get("NameContains", ""))
+            theirs = not mine["TrainingJobSummaries"]
+        else:
+            theirs = operation != "create" and body.get("TrainingJobName") not in layer.standin.jobs
+        if theirs:
             environ["wsgi.input"] = _Replay(raw)  # a job moto holds: moto answers
             return app(environ, start_response)
         try:

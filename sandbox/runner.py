@@ -80,7 +80,10 @@ def load_zip_handler(code: bytes, handler: str, env: dict[str, str]) -> Any:
 # The packages a Lambda asset ships and the repository also has: a deployed function gets its
 # own copies, kept out of ``sys.modules`` afterwards so later code (tests included) still
 # imports the repository's.
-_ASSET_PACKAGES = ("jobmodel", "ftl_trigger", "ftl_events")
+# ftl_ledger too: shared by both functions' assets, one copy per function, so its errors are
+# the classes of that function's own jobmodel (the soak found a trigger loaded second taking
+# the ledger's UpstreamError for an unexpected exception).
+_ASSET_PACKAGES = ("jobmodel", "ftl_trigger", "ftl_events", "ftl_ledger")
 
 
 def import_asset_module(code_dir: Path, module_name: str) -> ModuleType:

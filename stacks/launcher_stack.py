@@ -96,6 +96,7 @@ class LauncherStack(Stack):
                 teams=settings.teams,
                 http_alias=self.launcher.http_alias,
                 chain_alias=self.launcher.chain_alias,
+                sweep_alias=self.launcher.sweep_alias,
             )
             if settings.teams.enabled
             else None
@@ -119,6 +120,9 @@ class LauncherStack(Stack):
             job_queue_arns=[self.job_queue.queue_arn] if self.job_queue else [],
             chain_alias=self.launcher.chain_alias,
         )
+        # The trigger announces the ends it records (describe, stop, a start that failed, the
+        # sweep) on the same topic.
+        self.launcher.announce_on(self.events.topic)
         # Both modes: the metrics come from the job-events function's EMF lines; the alarms
         # notify the platform's topic.
         self.dashboard = FleetDashboard(

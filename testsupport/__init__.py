@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobmodel.names import ENV_JOB_TABLE, JOB_INDEX, TEAM_INDEX
+from jobmodel.claims import CARE
+from jobmodel.names import CARE_INDEX, ENV_JOB_TABLE, JOB_INDEX, TEAM_INDEX
 from jobmodel.platform import PlatformConfig
 from sandbox.deploy import ACCOUNT, REGION
 
@@ -54,7 +55,8 @@ def create_ledger_table(dynamodb: Any, name: str) -> None:
         TableName=name,
         BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[
-            {"AttributeName": a, "AttributeType": "S"} for a in ("pk", "gsi_pk", "gsi_sk", "team")
+            {"AttributeName": a, "AttributeType": "S"}
+            for a in ("pk", "gsi_pk", "gsi_sk", "team", CARE)
         ],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         GlobalSecondaryIndexes=[
@@ -70,6 +72,14 @@ def create_ledger_table(dynamodb: Any, name: str) -> None:
                 "IndexName": TEAM_INDEX,
                 "KeySchema": [
                     {"AttributeName": "team", "KeyType": "HASH"},
+                    {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
+            {
+                "IndexName": CARE_INDEX,
+                "KeySchema": [
+                    {"AttributeName": CARE, "KeyType": "HASH"},
                     {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
                 ],
                 "Projection": {"ProjectionType": "ALL"},

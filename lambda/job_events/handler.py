@@ -4,10 +4,12 @@ EventBridge delivers SageMaker's ``SageMaker Training Job State Change`` and AWS
 ``Batch Service Job State Change`` events for this platform's jobs (docs/API.md, "Job
 events"). Each is parsed (``ftl_events.parse``), recorded in its job's ledger item
 (``ftl_events.apply``), and a write that was applied prints its fleet metrics (the one writer
-of the job record, ``ftl_ledger.writer``, does) and announces the job's end
-(``ftl_events.publish``). The ledger code is ``ftl_ledger`` (the trigger ships it too), the
-rules the job model's (``jobmodel``), both in this function's asset. Clients are created once
-per container, at import (``ftl_events.dependencies``).
+of the job record, ``ftl_ledger.writer``, does). The write that ends a job marks its end
+effects owed (``jobmodel.effects``); every event of the job, new or repeated, then does what
+the record still owes (``ftl_events.publish``: the announcement), so an announcement that
+failed is made by EventBridge's retry of the event. The ledger code is ``ftl_ledger`` (the
+trigger ships it too), the rules the job model's (``jobmodel``), both in this function's
+asset. Clients are created once per container, at import (``ftl_events.dependencies``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 from ftl_events.apply import Outcome
 from ftl_events.dependencies import Runtime
 from ftl_events.parse import Malformed, parse
-from ftl_events.publish import announcement, public_view
+from ftl_events.publish import complete_effects
+from jobmodel.effects import public_view
 from jobmodel.held_end import held_end
 
 # No level of its own: Lambda sets the root logger from the function's application log
@@ -49,11 +52,11 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         )
     if outcome.applied and (outcome.after.get("chain_pending") or _newly_held(outcome)):
         _advance(outcome.job_name)
-    # The write that applied printed its fleet-metrics line (ftl_ledger.writer).
-    message = announcement(outcome)
-    if message is not None:
-        RUNTIME.sns.publish(TopicArn=RUNTIME.topic_arn, **message)
-    return {"updated": outcome.applied, "job_name": outcome.job_name, **public_view(outcome.after)}
+    # The write that applied printed its fleet-metrics line (ftl_ledger.writer). The end
+    # effects the job still owes, whichever write owed them: a failure raises, so EventBridge
+    # retries the event and the retry does what is still owed.
+    after = complete_effects(RUNTIME, outcome.after)
+    return {"updated": outcome.applied, "job_name": outcome.job_name, **public_view(after)}
 
 
 def _newly_held(outcome: Outcome) -> bool:

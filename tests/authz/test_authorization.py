@@ -28,6 +28,7 @@ from tests.authz.harness import (
     training_role_requests,
     trust_request,
 )
+from tests.lambda_support import client
 from testsupport.authz.aws_managed import BATCH_SAGEMAKER_SLR, BATCH_SAGEMAKER_SLR_POLICY
 from testsupport.authz.evaluate import Policy, Request, evaluate, statements
 from testsupport.authz.policies import PolicySet
@@ -188,6 +189,79 @@ def test_a_queued_chains_next_attempt_is_allowed(name, trigger_run, authz_sandbo
     }
     assert "batch:SubmitServiceJob" in {o.request.action for o in outcomes}
     assert not denied(outcomes), "\n".join(denied(outcomes))
+
+
+@pytest.mark.parametrize("name", ["default", "queue", "teams"])
+def test_the_sweep_and_the_ends_the_trigger_announces_are_allowed(name, trigger_run, authz_sandbox):
+    """The scheduled sweep through the ``sweep`` alias (issue 30): it reads the ledger's
+    needs-care index, looks for a stale claim by name (ListTrainingJobs, or Batch's
+    ListServiceJobs in queue mode), ends it as FailedToStart (the usage and token in one
+    transaction) and announces that end and an end whose announcement was owed (SNS Publish
+    with the deduplication id); every request is allowed by the deployed policies."""
+    from datetime import timedelta
+
+    from ftl_ledger.items import to_item
+    from jobmodel import claims as CL
+    from jobmodel import effects as E
+    from tests.authz.harness import trigger
+    from tests.lambda_support import FakeContext
+    from testsupport.authz.record import recording
+
+    d, _ = deployment(name), trigger_run(name)
+    door = CONFIGURATIONS[name][1][0]
+    ddb = client("dynamodb", authz_sandbox.endpoint)
+    with (
+        pytest.MonkeyPatch.context() as mp,
+        contextlib.redirect_stdout(io.StringIO()),
+        trigger(d, authz_sandbox, mp) as module,
+    ):
+        table = module.RUNTIME.table_name
+        client("sns", authz_sandbox.endpoint).create_topic(
+            Name=module.RUNTIME.topic_arn.rsplit(":", 1)[-1]
+        )
+        submit = {"action": "submit", "template": "distilbert-spot", "client_token": name[:8]}
+        job = module.handler(submit, FakeContext(alias=door or None))
+        assert "error" not in job, job
+        record = module.LAUNCHER.ledger.get_job(job["job_name"])
+        for suffix, fields in (
+            ("stuck", {"status": "Submitting", CL.CARE: CL.CARE_VALUE}),
+            ("ended", {"status": "Completed", CL.CARE: CL.CARE_VALUE}),
+        ):
+            other = f"{job['job_name'][:50]}-{suffix}"
+            item = {**record, **fields, "job_name": other, "pk": f"job#{other}"}
+            item.pop("client_token", None)
+            item.pop("batch_job_id", None)
+            if suffix == "ended":
+                item[E.OWED] = E.owed_at_end(item)
+            ddb.put_item(TableName=table, Item=to_item(item))
+        later = module.RUNTIME.now() + timedelta(seconds=CL.CLAIM_BOUND_S + 1)
+        mp.setattr(module.RUNTIME, "now", lambda: later)
+        with recording() as calls:
+            answer = module.handler({"action": "sweep"}, FakeContext(alias="sweep"))
+    assert "error" not in answer, answer
+    assert answer["failed_to_start"] >= 1, answer
+    ops = {f"{c.service}:{c.operation}" for c in calls}
+    look = "batch:ListServiceJobs" if "queue" in name else "sagemaker:ListTrainingJobs"
+    # a team's claim gives its usage back in the same transaction as its end
+    end = "dynamodb:TransactWriteItems" if "teams" in name else "dynamodb:UpdateItem"
+    assert {"dynamodb:Query", end, "sns:Publish", look} <= ops, ops
+    published = [c.params for c in calls if c.operation == "Publish"]
+    assert all(E.DEDUP_ATTRIBUTE in p["MessageAttributes"] for p in published)
+    requests = trigger_requests(d, type("Run", (), {"calls": [("sweep", c) for c in calls]})())
+    outcomes = d.evaluate_all(requests)
+    assert not denied(outcomes), "\n".join(denied(outcomes))
+
+
+def test_only_the_sweeps_schedule_may_invoke_the_sweep_alias():
+    d = deployment("teams")
+    (rule,) = [
+        d.stacks.get_att(stack, logical, "Arn")
+        for stack, logical, props in d.stacks.resources("AWS::Events::Rule")
+        if logical.startswith("LauncherSweepSchedule")
+    ]
+    assert d.evaluate(_rule_invokes(_alias_arn(d, "sweep"), rule)).allowed
+    other = f"arn:aws:events:{REGION}:{ACCOUNT}:rule/another"
+    assert not d.evaluate(_rule_invokes(_alias_arn(d, "sweep"), other)).allowed
 
 
 def _prices_requests(d: Deployment, calls: list[Any]) -> list[Request]:
@@ -520,7 +594,7 @@ def test_a_team_member_cannot_use_another_teams_door_or_the_http_alias(name):
     policy = _team_policy(d, "team-team-a")
     own = Request(principal, "lambda:InvokeFunction", (_alias_arn(d, "team-team-a"),))
     assert d.evaluate(own, extra_identity=[policy]).allowed
-    for alias in ("team-team-b", "admin", "http", "chain"):
+    for alias in ("team-team-b", "admin", "http", "chain", "sweep"):
         other = Request(principal, "lambda:InvokeFunction", (_alias_arn(d, alias),))
         assert not d.evaluate(other, extra_identity=[policy]).allowed, alias
     # even beside a broad invoke right granted elsewhere, the http door stays closed

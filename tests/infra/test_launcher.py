@@ -133,6 +133,16 @@ def test_ledger_is_encrypted_recoverable_and_retained(launcher):
                             ],
                         }
                     ),
+                    # the sweep's (issue 30): only jobs still claimed or owing end effects
+                    Match.object_like(
+                        {
+                            "IndexName": "needs-care",
+                            "KeySchema": [
+                                {"AttributeName": "care", "KeyType": "HASH"},
+                                {"AttributeName": "gsi_sk", "KeyType": "RANGE"},
+                            ],
+                        }
+                    ),
                 ],
             },
             "DeletionPolicy": "Retain",
@@ -348,8 +358,17 @@ def test_describe_only_platform_tagged_jobs(launcher):
         "sagemaker:AddTags",
         "sagemaker:CreateTrainingJob",
         "sagemaker:DescribeTrainingJob",
+        "sagemaker:ListTrainingJobs",
         "sagemaker:StopTrainingJob",
     ]
+    # Whether a claim's unanswered start happened: listing has no resource-level permissions
+    # (issue 30); it reads names and statuses only.
+    (listing,) = [
+        s
+        for s in _statements(launcher, "TriggerPolicy").values()
+        if s["Action"] == "sagemaker:ListTrainingJobs"
+    ]
+    assert listing["Resource"] == "*" and "Condition" not in listing
 
 
 def _refs(value):
@@ -372,11 +391,12 @@ def test_http_api_invokes_only_the_http_alias(launcher):
         p["Properties"]["FunctionName"] == {"Ref": http_id} for p in api_permissions.values()
     )
     # Single-team: the http alias is the only door for callers (the chain alias is the
-    # job-events function's, issue 20), and no per-team policies or outputs.
+    # job-events function's, issue 20; the sweep alias the sweep schedule's, issue 30), and no
+    # per-team policies or outputs.
     names = {
         a["Properties"]["Name"] for a in launcher.find_resources("AWS::Lambda::Alias").values()
     }
-    assert names == {"http", "chain"}
+    assert names == {"http", "chain", "sweep"}
     launcher.resource_count_is("AWS::IAM::ManagedPolicy", 0)
     assert not [o for o in launcher.find_outputs("*") if o.startswith(("Team", "Admin"))]
 
@@ -405,9 +425,14 @@ def test_single_team_environment_has_no_team_variables(launcher):
         source_s3_uri="s3://b/k",
     )
     # The launcher writes exactly what PlatformConfig.to_env and a direct-mode
-    # SchedulerConfig.to_env name (plus the ledger table).
+    # SchedulerConfig.to_env name (plus the ledger table and the topic it announces ends on).
     scheduler = SchedulerConfig(scheduler="direct")
-    assert set(variables) == {*config.to_env(), *scheduler.to_env(), "FTL_JOB_TABLE"}
+    assert set(variables) == {
+        *config.to_env(),
+        *scheduler.to_env(),
+        "FTL_JOB_TABLE",
+        "FTL_TOPIC_ARN",
+    }
     assert variables["FTL_SCHEDULER"] == "direct"
 
 
@@ -432,7 +457,12 @@ def test_platform_config_env_round_trips():
 def test_only_eventbridge_invokes_the_job_events_function_for_its_rule(launcher):
     (events_fn,) = launcher.find_resources(
         "AWS::Lambda::Function",
-        {"Properties": {"Environment": {"Variables": {"FTL_TOPIC_ARN": Match.any_value()}}}},
+        {
+            "Properties": {
+                "Environment": {"Variables": {"FTL_TOPIC_ARN": Match.any_value()}},
+                "Description": Match.string_like_regexp("state changes"),
+            }
+        },
     )
     (rule_id,) = [
         logical

@@ -78,9 +78,15 @@ def _joined(value):
 
 
 def _events_function(t):
+    # The trigger has FTL_TOPIC_ARN too (it announces the ends it records, issue 30).
     (fn_id,) = t.find_resources(
         "AWS::Lambda::Function",
-        {"Properties": {"Environment": {"Variables": {"FTL_TOPIC_ARN": Match.any_value()}}}},
+        {
+            "Properties": {
+                "Environment": {"Variables": {"FTL_TOPIC_ARN": Match.any_value()}},
+                "Description": Match.string_like_regexp("state changes"),
+            }
+        },
     )
     return fn_id
 

@@ -124,7 +124,7 @@ def _aliases(t):
 
 def test_one_alias_per_team_plus_http_and_admin_on_one_version(launcher):
     aliases = _aliases(launcher)
-    assert set(aliases) - {"chain"} == {"http", "team-team-a", "team-team-b", "admin"}
+    assert set(aliases) - {"chain", "sweep"} == {"http", "team-team-a", "team-team-b", "admin"}
     (version_id,) = launcher.find_resources("AWS::Lambda::Version")
     for _, alias in aliases.values():
         assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": [version_id, "Version"]}
@@ -228,7 +228,12 @@ def test_trigger_and_job_events_get_teams_and_prices(launcher):
     assert "FTL_ROLE_ARN" not in trigger  # FTL_TEAM_ROLES names each team's role instead
     roles = _text(trigger["FTL_TEAM_ROLES"])
     assert roles.startswith('{"team-a":"') and '","team-b":"' in roles
-    events = _env(launcher, "FTL_TOPIC_ARN")
+    (events_fn,) = launcher.find_resources(
+        "AWS::Lambda::Function",
+        {"Properties": {"Description": Match.string_like_regexp("state changes")}},
+    ).values()
+    events = events_fn["Properties"]["Environment"]["Variables"]
+    assert events["FTL_TOPIC_ARN"] == trigger["FTL_TOPIC_ARN"]  # both announce ends
     assert events["FTL_TEAMS"] == trigger["FTL_TEAMS"]
     assert events["FTL_PRICES"] == trigger["FTL_PRICES"]
 

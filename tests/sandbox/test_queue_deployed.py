@@ -61,6 +61,7 @@ def _events_function(deployed, queue) -> str:
         for page in lam.get_paginator("list_functions").paginate()
         for f in page["Functions"]
         if (f.get("Environment") or {}).get("Variables", {}).get("FTL_TOPIC_ARN") == topic
+        and "FTL_SOURCE_S3_URI" not in f["Environment"]["Variables"]  # not the trigger
     ]
     (arn,) = names
     return arn

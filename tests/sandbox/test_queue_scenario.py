@@ -77,6 +77,7 @@ class Scenario:
             for page in self.lam.get_paginator("list_functions").paginate()
             for f in page["Functions"]
             if (f.get("Environment") or {}).get("Variables", {}).get("FTL_TOPIC_ARN") == topic
+            and "FTL_SOURCE_S3_URI" not in f["Environment"]["Variables"]  # not the trigger
         ]
 
     # ------------------------------------------------------------ direct door

@@ -1,50 +1,31 @@
-"""What a recorded observation tells the world: the SNS announcement of a job's end (the
-fleet's metric lines are printed by the one writer, ``ftl_ledger.writer``).
+"""What a recorded observation tells the world: a job's end effects (``jobmodel.effects``),
+the announcement on SNS first (the fleet's metric lines are printed by the one writer,
+``ftl_ledger.writer``).
 
-It comes only from a ledger write that was applied (``apply.Outcome.applied``), so a replayed
-or out-of-order event announces nothing.
+The write that ended the job marked them owed; any event of the job, a replay or a retry of
+the one that failed included, does what is still owed, with each effect's stable
+deduplication id, so an end is announced at least once and a receiver drops a repeat by the
+id. A job that owes nothing announces nothing.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ftl_events.apply import Outcome
+from ftl_ledger.effects import EndEffects, announcer
+from jobmodel import effects as E
 
-# The ledger attributes the announcement and the handler's result carry.
-PUBLIC_FIELDS = (
-    "status",
-    "secondary_status",
-    "failure_reason",
-    "billable_seconds",
-    "training_seconds",
-    "spot_savings_percent",
-    "cost_usd",
-    "final_metrics",
-    "spot_interruptions",
-    "queue_reason",
-    "batch_job_id",
-    "training_job_name",
-    "team",
-    "template",
-    "updated_at",
-)
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ftl_events.dependencies import Runtime
 
 
-def public_view(job: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: job[k] for k in PUBLIC_FIELDS if job.get(k) is not None}
+def complete_effects(runtime: Runtime, job: Mapping[str, Any]) -> dict[str, Any]:
+    """Do what ``job`` (as the event's write left it) still owes; the record after."""
+    if not E.owed(job):
+        return dict(job)
 
+    def publish(**message: Any) -> Any:  # the runtime's client when called (tests replace it)
+        return runtime.sns.publish(TopicArn=runtime.topic_arn, **message)
 
-def announcement(outcome: Outcome) -> dict[str, Any] | None:
-    """SNS ``publish`` parameters (without ``TopicArn``) when this write ended the job."""
-    if not outcome.ended:
-        return None
-    status = outcome.new_status
-    message = {"job_name": outcome.job_name, **public_view(outcome.after)}
-    return {
-        "Subject": f"Training job {status}: {outcome.job_name}"[:100],
-        "Message": json.dumps(message, indent=2),
-        "MessageAttributes": {"status": {"DataType": "String", "StringValue": str(status)}},
-    }
+    return EndEffects(runtime.recorder.writer, {E.ANNOUNCE: announcer(publish)}).complete(job)

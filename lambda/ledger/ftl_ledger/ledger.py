@@ -4,7 +4,9 @@ Items:
 * ``pk = "job#<name>"``: the job, who asked, its team, the request, the rendered request and
   its hash, status, price and estimate; ``gsi_pk = "job"`` and ``gsi_sk =
   "<created_at>#<name>"`` list all jobs newest first (index ``by-created``); ``team`` with the
-  same ``gsi_sk`` lists one team's jobs (index ``by-team``, teams deployments only).
+  same ``gsi_sk`` lists one team's jobs (index ``by-team``, teams deployments only); ``care``
+  with the same ``gsi_sk``, only while the job is claimed or owes end effects, lists the jobs
+  the sweep looks after (index ``needs-care``, ``jobmodel.claims``).
   ``revision`` counts the writes to a job after its claim: every write adds one, so a writer
   that read the item writes only if nothing changed since (:meth:`Ledger.write_job`, made
   by the one writer, ``ftl_ledger.writer``).
@@ -40,8 +42,9 @@ from ftl_ledger.calls import (
     dynamodb_call,
 )
 from ftl_ledger.items import from_item, to_item, update_request
+from jobmodel.claims import CARE, CARE_VALUE
 from jobmodel.job import REVISION
-from jobmodel.names import JOB_INDEX, TEAM_INDEX
+from jobmodel.names import CARE_INDEX, JOB_INDEX, TEAM_INDEX
 
 __all__ = [
     "JOB",
@@ -310,6 +313,26 @@ class Ledger:
             page = self.client.query(**kwargs)
         items = [from_item(i) for i in page.get("Items", [])]
         return items, page.get("LastEvaluatedKey")
+
+    def care_page(
+        self, limit: int, start: dict[str, Any] | None
+    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """One page of the jobs that need care (``jobmodel.claims.needs_care``), oldest first,
+        and DynamoDB's ``LastEvaluatedKey``."""
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": CARE_INDEX,
+            "KeyConditionExpression": "#care = :care",
+            "ExpressionAttributeNames": {"#care": CARE},
+            "ExpressionAttributeValues": {":care": {"S": CARE_VALUE}},
+            "ScanIndexForward": True,
+            "Limit": limit,
+        }
+        if start:
+            kwargs["ExclusiveStartKey"] = start
+        with dynamodb_call("Query"):
+            page = self.client.query(**kwargs)
+        return [from_item(i) for i in page.get("Items", [])], page.get("LastEvaluatedKey")
 
     def _transact(self, items: list[dict[str, Any]]) -> None:
         with dynamodb_call("TransactWriteItems"):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import (
@@ -21,6 +20,7 @@ from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.adapters import Call
 from ftl_trigger.backend import BACKENDS, Backend, choose
 from ftl_trigger.backend_queue import is_queued_job
+from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
@@ -28,7 +28,7 @@ from ftl_trigger.paging import Signer
 from ftl_trigger.queue_flow import QueueFlow
 from ftl_trigger.queue_look import QueueSpot
 from ftl_trigger.service_quotas import QuotaGate
-from ftl_trigger.submit import SUBMITTING, SubmitFlow
+from ftl_trigger.submit import RECORD_PENDING, SUBMITTING, SubmitFlow
 from jobmodel import (
     TERMINAL_STATUSES,
     JobModelError,
@@ -36,6 +36,8 @@ from jobmodel import (
     ValidationError,
 )
 from jobmodel import attempts as A
+from jobmodel import effects as E
+from jobmodel.claims import CLAIM_BOUND_S, SUBMIT_GRACE_S
 from jobmodel.contract import Status
 from jobmodel.errors import CapacityError, Conflict, UpstreamError, aws_error
 from jobmodel.job import Change, ChangeFor
@@ -47,13 +49,11 @@ from jobmodel.training_state import from_training_job
 LOG = logging.getLogger("ftl.trigger")
 # Added to a CapacityError (direct mode: only CreateTrainingJob raises it).
 QUEUE_HINT = "deploy with ftl:scheduler=queue to queue jobs until capacity frees"
-# How long after its claim a job still Submitting is taken for one whose submit may have
-# started it without recording that: describe then asks the backend by the job's name.
-SUBMIT_GRACE_S = 10.0
+__all__ = ["SUBMIT_GRACE_S", "Launcher", "map_aws_error"]
 _WRITE_ATTEMPTS = 3  # conditional writes of one change before leaving the job as it is
 
 
-class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
+class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate, CareFlow):
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
         self.ledger = Ledger(runtime.dynamodb, runtime.table_name)
@@ -83,6 +83,9 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
             return self.whoami(caller), False
         if call.action == "list":
             return self.list_jobs(call.params, caller), False
+        if call.action == "sweep":  # the schedule's door only (adapters)
+            only_fields(call.params, frozenset())
+            return self.sweep(), False
         name = validate_job_action(call.params)
         if call.action == "advance":  # the job-events function's door only (adapters)
             return self.advance(name), False
@@ -130,8 +133,7 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
         if job is None or not caller.sees(job):
             # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
-        if job["status"] == SUBMITTING:
-            job = self._recover_submitting(job)
+        job = self._look_after(job)  # a stale claim resolved, owed end effects done
         if advance and job.get("chain_pending") and job["status"] not in TERMINAL_STATUSES:
             job = self._advance(job)  # a capacity chain's next attempt not started yet
         if job["status"] in TERMINAL_STATUSES or job["status"] == SUBMITTING:
@@ -148,20 +150,6 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
             if advance and job.get("chain_pending"):
                 job = self._advance(job)
         return job, None
-
-    def _recover_submitting(self, job: dict[str, Any]) -> dict[str, Any]:
-        """A job still ``Submitting`` :data:`SUBMIT_GRACE_S` after its claim: its submit may
-        have started it and then failed to record that (or died). Ask the backend by the
-        job's name (SageMaker in direct mode, the Batch queue in queue mode) and, when it has
-        the job, record the start as the submit would have; else leave the claim as it is
-        (a replay of its token finishes it)."""
-        created = datetime.fromisoformat(str(job["created_at"]).replace("Z", "+00:00"))
-        if (self.rt.now() - created).total_seconds() < SUBMIT_GRACE_S:
-            return job
-        try:
-            return self._backend_of(job).recover(job)
-        except UpstreamError:  # claimed for a backend this platform no longer has
-            return job
 
     def _describe_remote(self, name: str) -> dict[str, Any] | None:
         try:
@@ -183,8 +171,13 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
         if job["status"] in TERMINAL_STATUSES or job["status"] == "Stopping":
             return self._view(job, detail=True, position=position)
         if job["status"] == SUBMITTING:
+            # Its start may still be in flight; a claim that never started is ended as
+            # FailedToStart at the bound (jobmodel.claims), so this answer does not last.
             raise Conflict(
-                f"job {name} is still starting; retry the stop in a few seconds", field="job_name"
+                f"job {name} is still starting; retry the stop in a few seconds (a job whose "
+                f"start never happened ends as FailedToStart {int(CLAIM_BOUND_S)} seconds "
+                "after its submit)",
+                field="job_name",
             )
         if A.chained(job):
             stopped = self._stop_chained(job)
@@ -227,6 +220,9 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
             team=team,
         )
         token = self._ledger_call(self.signer.sign, caller.scope, index, last) if last else None
+        # A stale claim on the page is looked for, and owed end effects done (a failed look
+        # leaves the job as listed).
+        items = [self._look_after_quietly(i) if _needs_look(i) else i for i in items]
         positions = self._positions(items)
         result: dict[str, Any] = {
             "jobs": [
@@ -279,6 +275,8 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
             for key in DESCRIBE_FIELDS:
                 if job.get(key) is not None:
                     view[key] = job[key]
+        if job.get(RECORD_PENDING):  # started, and the ledger not written yet
+            view[RECORD_PENDING] = True
         self._queue_fields(job, view, detail=detail, position=position)
         if A.chained(job):
             view.update(A.view_fields(job))
@@ -336,7 +334,8 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate):
             LOG.warning("job %s kept changing; left as another writer left it", job["job_name"])
             fresh = self._ledger_call(self.ledger.get_job, job["job_name"])
             return (fresh if fresh is not None else job), False
-        return dict(done.after), done.applied
+        # A write that ended the job owes its end effects: done now (or left owed, logged).
+        return self._complete_effects(dict(done.after)), done.applied
 
     def _ledger_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -358,6 +357,13 @@ def map_aws_error(exc: Exception, call: str) -> JobModelError:
     if isinstance(mapped, CapacityError):
         return CapacityError(f"{mapped.message}; retry later, or {QUEUE_HINT}")
     return mapped
+
+
+def _needs_look(job: Mapping[str, Any]) -> bool:
+    """A listed job a look may change: a claim past the grace, or owed end effects."""
+    if job.get("status") == SUBMITTING:
+        return bool(job.get("created_at"))
+    return bool(E.owed(job))
 
 
 def _ambiguous(exc: Exception) -> bool:

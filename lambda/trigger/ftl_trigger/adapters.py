@@ -21,7 +21,7 @@ from ftl_trigger.identity import (
     qualifier_of,
 )
 from jobmodel import JobModelError, NotFound, UpstreamError, ValidationError
-from jobmodel.names import CHAIN_ALIAS
+from jobmodel.names import CHAIN_ALIAS, SWEEP_ALIAS
 from jobmodel.routes import ACTIONS, match
 from jobmodel.teams import TeamsConfig
 
@@ -69,6 +69,8 @@ def parse(event: Any, context: Any, teams: TeamsConfig | None = None) -> Call:
         raise ValidationError("request", "HTTP events are accepted only from the HTTP API")
     if qualifier_of(invoked) == CHAIN_ALIAS:
         return _parse_chain(event, teams)
+    if qualifier_of(invoked) == SWEEP_ALIAS:
+        return _parse_sweep(event, teams)
     return _parse_direct(event, direct_caller(invoked, teams))
 
 
@@ -80,6 +82,15 @@ def _parse_chain(event: Any, teams: TeamsConfig) -> Call:
     params = {k: v for k, v in event.items() if k != "action"}
     caller = Caller(principal="capacity chain", admin=teams.enabled, teams_mode=teams.enabled)
     return Call(action="advance", params=params, caller=caller)
+
+
+def _parse_sweep(event: Any, teams: TeamsConfig) -> Call:
+    """The ``sweep`` alias: the scheduled sweep (``{"action": "sweep"}``, the schedule's fixed
+    input); IAM lets only its EventBridge rule invoke the alias."""
+    if not isinstance(event, dict) or event != {"action": "sweep"}:
+        raise ValidationError("action", "the sweep alias takes only the sweep action")
+    caller = Caller(principal="sweep", admin=teams.enabled, teams_mode=teams.enabled)
+    return Call(action="sweep", params={}, caller=caller)
 
 
 def _parse_direct(event: Any, caller: Caller) -> Call:

@@ -11,9 +11,17 @@ literal: synth reads it without importing it.
 """
 
 OPERATIONS: dict[str, tuple[str, ...]] = {
-    "sagemaker": ("CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob"),
+    # ListTrainingJobs: whether a claimed job whose start went unanswered exists (direct mode).
+    "sagemaker": (
+        "CreateTrainingJob",
+        "DescribeTrainingJob",
+        "StopTrainingJob",
+        "ListTrainingJobs",
+    ),
     # BatchGetItem: queue mode's estimated start reads the queue's jobs' limits.
     "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query", "BatchGetItem"),
+    # A job's end effects (jobmodel.effects): the announcement of an end the trigger recorded.
+    "sns": ("Publish",),
     # Quota-aware submit (ftl_trigger/service_quotas.py): the account's SageMaker quotas.
     "service-quotas": ("ListServiceQuotas",),
     # The queue scheduler's service jobs (SageMaker training jobs run through AWS Batch).

@@ -15,7 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from jobmodel.attempts import change_for, current_training_job
 from jobmodel.contract import Status
-from jobmodel.errors import Conflict, JobModelError
+from jobmodel.errors import Conflict, JobModelError, UpstreamError
 from jobmodel.job import Change
 from jobmodel.training_state import from_training_job
 
@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_trigger.backend import Host
 
 __all__ = ["DirectBackend", "start_job"]
+
+LIST_PAGES = 50  # pages of ListTrainingJobs one look for a claimed job reads at most
 
 
 def start_job(sagemaker: Any, rendered: Mapping[str, Any]) -> str:
@@ -56,7 +58,7 @@ class DirectBackend:
             if host._ambiguous(exc):
                 # A timeout or 5xx may hide a job SageMaker did create: look before failing.
                 try:
-                    described = host._describe_remote(name)
+                    described = host._describe_remote(name) if self._exists(name) else None
                 except JobModelError:
                     # Cannot tell: keep the claim, so a replay of the token finishes it with
                     # the same job name (and never starts a second job).
@@ -68,12 +70,35 @@ class DirectBackend:
         return host._record_start(job, self._started(arn))
 
     def recover(self, job: dict[str, Any]) -> dict[str, Any]:
-        described = self.host._describe_remote(current_training_job(job))
+        name = current_training_job(job)
+        # Listed first: the role may describe only the platform's (tagged) jobs, so of a job
+        # that does not exist DescribeTrainingJob answers AccessDenied, not "no such job".
+        if not self._exists(name):
+            return job
+        described = self.host._describe_remote(name)
         if described is None:
             return job
         # Recorded as started; the refresh that follows records where SageMaker is now, so
         # the start and an end are each written (and published) once.
         return self.host._record_start(job, self._started(described["TrainingJobArn"]))
+
+    def _exists(self, name: str) -> bool:
+        """Whether SageMaker has a training job named ``name`` (ListTrainingJobs by name,
+        every page: a page may be short or empty and still carry a ``NextToken``; the
+        contract's error when the look-up fails or runs past :data:`LIST_PAGES`)."""
+        params: dict[str, Any] = {"NameContains": name, "MaxResults": 100}
+        for _ in range(LIST_PAGES):
+            try:
+                listed = self.host.rt.sagemaker.list_training_jobs(**params)
+            except (ClientError, BotoCoreError) as exc:
+                raise self.host._map_error(exc, "ListTrainingJobs") from None
+            names = {str(j.get("TrainingJobName", "")) for j in listed["TrainingJobSummaries"]}
+            if name.lower() in {n.lower() for n in names}:
+                return True
+            if not listed.get("NextToken"):
+                return False
+            params["NextToken"] = listed["NextToken"]
+        raise UpstreamError(f"ListTrainingJobs for {name} ran past {LIST_PAGES} pages")
 
     def _started(self, arn: str) -> Change:
         """The launcher's word that SageMaker has the job."""

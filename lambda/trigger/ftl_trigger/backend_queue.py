@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
+from ftl_trigger.submit import record_pending
 from jobmodel.attempts import current_training_job
 from jobmodel.contract import Status
 from jobmodel.errors import JobModelError, UpstreamError
@@ -112,7 +113,8 @@ class QueueBackend:
 
     def _record_queued(self, job: dict[str, Any], queued: Mapping[str, Any]) -> dict[str, Any]:
         """Record that Batch queued the job (``queued``: ``{"jobId", "jobArn"}``); a ledger
-        failure is logged, not raised: the job is queued whatever happens here."""
+        failure is logged, not raised: the job is queued whatever happens here, and the
+        answer says the record is still being written (``submit.record_pending``)."""
         now = self.host.rt.now()
         update = {
             "batch_job_id": queued["jobId"],
@@ -126,4 +128,5 @@ class QueueBackend:
             return self.host._write(job, change)
         except JobModelError as err:
             LOG.warning("job %s queued but the ledger update failed: %s", job["job_name"], err)
-            return {**job, **change.observation, **once}
+            learned = {"batch_job_id": queued["jobId"], "batch_job_arn": queued.get("jobArn")}
+            return record_pending(job, learned)

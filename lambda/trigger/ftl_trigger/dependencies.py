@@ -19,7 +19,7 @@ from ftl_trigger.prices import LivePrices
 from ftl_trigger.service_quotas import LiveQuotas
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.capacity import CapacityConfig
-from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES
+from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
 from jobmodel.pricing import PriceTable
 from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
@@ -42,6 +42,11 @@ DYNAMODB_CONFIG = Config(
 QUOTAS_CONFIG = Config(
     retries={"mode": "standard", "total_max_attempts": 2},
     connect_timeout=2,
+    read_timeout=5,
+)
+SNS_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 3},
+    connect_timeout=3,
     read_timeout=5,
 )
 BATCH_CONFIG = Config(
@@ -74,6 +79,10 @@ class Runtime:
     capacity: CapacityConfig = field(default_factory=CapacityConfig)
     # The account's SageMaker quotas (Service Quotas), for quota-aware submit; None: unchecked.
     quotas: LiveQuotas | None = None
+    # The topic that announces a job's end (FTL_TOPIC_ARN) and its client: the trigger makes
+    # the end effects its own writes owe (jobmodel.effects). None: left to the sweep.
+    sns: Any = None
+    topic_arn: str = ""
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -121,6 +130,12 @@ class Runtime:
                 if scheduler.queued
                 else None
             ),
+            sns=(
+                session.create_client("sns", region_name=platform.region, config=SNS_CONFIG)
+                if env.get(ENV_TOPIC_ARN)
+                else None
+            ),
+            topic_arn=env.get(ENV_TOPIC_ARN, ""),
         )
 
 

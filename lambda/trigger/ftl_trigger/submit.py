@@ -28,10 +28,11 @@ from jobmodel import (
 )
 from jobmodel import attempts as A
 from jobmodel import chain as C
+from jobmodel import claims as CL
 from jobmodel import quotas as Q
 from jobmodel.capacity import SPOT
 from jobmodel.contract import Status
-from jobmodel.job import Change, ChangeFor, overlay
+from jobmodel.job import Change, ChangeFor
 from jobmodel.pricing import estimate_max_cost_usd
 from jobmodel.request import SubmitRequest
 
@@ -53,6 +54,17 @@ NAME_ATTEMPTS = 3
 MAX_RACES = 50
 
 
+# The answer's flag for a job its backend has that the ledger has not recorded yet.
+RECORD_PENDING = "record_pending"
+
+
+def record_pending(job: Mapping[str, Any], learned: Mapping[str, Any]) -> dict[str, Any]:
+    """The record as the ledger still holds it (``Submitting``), with what the start learned
+    (``learned``: the job's ARN, its Batch job) and ``record_pending``: the answer says the
+    record is still being written rather than a status the ledger does not hold."""
+    return {**job, **{k: v for k, v in learned.items() if v is not None}, RECORD_PENDING: True}
+
+
 class SubmitFlow:
     """The submit action; mixed into ``actions.Launcher``, which provides what is declared
     here (so the type checker holds the launcher to it)."""
@@ -71,6 +83,8 @@ class SubmitFlow:
         def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
 
         def _now_ms(self) -> int: ...
+
+        def _look_after(self, job: dict[str, Any]) -> dict[str, Any]: ...
 
         def _backend_of(self, job: dict[str, Any]) -> Backend: ...
 
@@ -250,6 +264,7 @@ class SubmitFlow:
             "estimated_max_cost_usd": estimate,
             "price_unknown_reason": reason,
             "priority": req.priority,  # queue mode only (None in direct mode)
+            CL.CARE: CL.CARE_VALUE,  # claimed: in the sweep's index until it starts or ends
         }
         if steps:
             # A chained job: the base request, its steps and attempt 1; the job's rendered
@@ -330,15 +345,18 @@ class SubmitFlow:
 
     def _record_start(self, job: dict[str, Any], change: Change) -> dict[str, Any]:
         """Record that the backend has the claimed job. The job exists whatever happens
-        here, so a ledger failure is logged, not returned: the job events, a replay of the
-        token or a describe after the grace (``actions.SUBMIT_GRACE_S``) repair the record."""
+        here, so a ledger failure is logged, not returned: the answer is the record as the
+        ledger holds it (``Submitting``) with ``record_pending`` (:func:`record_pending`), and
+        the job events, a replay of the token or a look after the grace
+        (``jobmodel.claims``) record the start."""
         try:
             return self._write(job, change)
         except JobModelError as err:
             LOG.warning(
                 "job %s started but the ledger update failed: %s", job["job_name"], err.message
             )
-            return dict(overlay(job, {**change.once, **change.observation}))
+            arn = change.once.get("job_arn") or change.observation.get("job_arn")
+            return record_pending(job, {"job_arn": arn})
 
     def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
         if token["fingerprint"] != fingerprint:
@@ -356,11 +374,15 @@ class SubmitFlow:
                     f"ledger has token {token['client_token']} but not job {token['job_name']}"
                 )
             if job["status"] != SUBMITTING:
-                return self._view(job)
+                return self._view(self._look_after(job))  # owed end effects done
             if time.monotonic() >= deadline:
                 break
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
+        if CL.claim_age_s(job, self.rt.now()) >= CL.REPLAY_START_S:
+            # Too late to start it (a stale claim ends at the bound, jobmodel.claims): look
+            # for it by name as describe does.
+            return self._view(self._look_after(job))
         # The first request stopped between its ledger write and SageMaker's (or Batch's)
         # answer, or is slow: finish its work with the very same rendered request and job name.
         return self._start(job, json.loads(job["rendered"]))

@@ -51,9 +51,10 @@ def test_create_failures_map_to_contract_errors_and_leave_a_failed_record(
     launcher, prefix, code, http, error_type, status, monkeypatch
 ):
     looked = []
-    # After a 5xx the job may exist anyway, so the launcher looks it up before failing;
-    # here SageMaker has no such job.
-    monkeypatch.setattr(launcher.module.LAUNCHER, "_describe_remote", looked.append)
+    # After a 5xx the job may exist anyway, so the launcher looks it up by name before
+    # failing; here SageMaker has no such job.
+    backend = launcher.module.LAUNCHER.backend
+    monkeypatch.setattr(backend, "_exists", lambda name: looked.append(name) or False)
     with _stub_create_error(launcher, code, "ml.p4d.24xlarge for spot training job usage", http):
         resp = launcher(
             http_event(

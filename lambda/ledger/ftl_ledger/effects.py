@@ -1,0 +1,59 @@
+"""Doing a job's owed end effects (``jobmodel.effects``): both functions run them the same way.
+
+:class:`EndEffects` holds one performer per effect (the announcement: SNS ``Publish`` with the
+effect's deduplication id). :meth:`EndEffects.complete` does every effect the record still
+owes, in order, and records each one done through the one writer as soon as it succeeded, so
+a failure leaves exactly the effects not yet done owed, for the next holder of the record.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ftl_ledger.writer import JobWriter
+from jobmodel import effects as E
+from jobmodel.job import Change, JobRecord
+
+__all__ = ["EndEffects", "Performer", "announcer"]
+
+LOG = logging.getLogger("ftl.ledger")
+
+# Performs one effect for a job as read, given the effect's deduplication id; raises on failure.
+Performer = Callable[[Mapping[str, Any], str], None]
+
+
+def announcer(publish: Callable[..., Any]) -> Performer:
+    """The announcement's performer: ``publish`` (an SNS ``Publish`` to the platform's topic,
+    given every parameter but ``TopicArn``) of ``jobmodel.effects.announcement``."""
+
+    def announce(job: Mapping[str, Any], dedup: str) -> None:
+        publish(**E.announcement(job, dedup))
+
+    return announce
+
+
+class EndEffects:
+    def __init__(self, writer: JobWriter, performers: Mapping[str, Performer]) -> None:
+        missing = [e for e in E.END_EFFECTS if e not in performers]
+        if missing:
+            raise ValueError(f"no performer for end effect {missing[0]}")
+        self.writer = writer
+        self.performers = dict(performers)
+
+    def complete(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """Do every effect ``job`` still owes; the record as it is after them. The first
+        failure (a performer's, or the ledger's when recording one done) is raised, with that
+        effect and the ones after it still owed."""
+        current: dict[str, Any] = dict(job)
+        for effect, dedup in E.owed(current).items():
+            self.performers[effect](current, dedup)
+
+            def done(record: JobRecord, effect: str = effect) -> Change:
+                return Change(also=E.done_change(record, effect))
+
+            applied = self.writer.apply(current, done)  # type: ignore[arg-type]
+            current = dict(applied.after)
+            LOG.info("job %s: end effect %s done (%s)", current.get("job_name"), effect, dedup)
+        return current
