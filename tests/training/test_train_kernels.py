@@ -343,3 +343,44 @@ def test_liger_kernel_is_installed_from_its_pin_only_when_asked(monkeypatch, tmp
     # requirements.txt (what the toolkit installs in every job) stays free of requirement lines
     text = (Path(kernels.REQUIREMENTS).parent / "requirements.txt").read_text()
     assert [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")] == []
+
+
+def test_varlen_repeats_grouped_heads_for_a_kernel_without_enable_gqa(monkeypatch):
+    """torch 2.10-2.11's varlen_attn has no ``enable_gqa`` (it raised TypeError on an H100):
+    the key/value heads are repeated to the query's count and the result is unchanged."""
+    calls = []
+
+    def old_varlen(q, k, v, cu_q, cu_k, max_q, max_k, *, scale, window_size):
+        calls.append((q.shape[1], k.shape[1]))
+        seg = torch.repeat_interleave(torch.arange(len(cu_q) - 1), cu_q.diff().long())
+        idx = torch.arange(q.shape[0])
+        allowed = (seg[:, None] == seg[None, :]) & (idx[None, :] <= idx[:, None])
+        qh, kh, vh = (t.transpose(0, 1) for t in (q, k, v))
+        assert qh.shape[0] == kh.shape[0], "grouped heads must arrive repeated"
+        scores = (qh.float() @ kh.float().transpose(1, 2)) * scale
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        return (scores.softmax(-1) @ vh.float()).to(q.dtype).transpose(0, 1)
+
+    monkeypatch.setattr(attention, "torch_varlen", lambda: old_varlen)
+    monkeypatch.setattr(attention, "use_fused", lambda q, dropout, training: True)
+    attention.register()
+    model = tiny_llama()
+    batch = packed_batch()
+    dense = loss_and_grads(model, batch)
+    model.set_attn_implementation(attention.NAME)
+    assert_same(dense, loss_and_grads(model, batch), 1e-5)
+    assert calls and calls[0][0] == calls[0][1] == 4
+
+
+def test_the_compute_dtype_follows_autocast_on_cuda_only_and_gqa_support_is_detected(monkeypatch):
+    """Full fine-tuning on a GPU: float32 weights and rotary embeddings hand attention float32
+    queries inside bf16 autocast; the fused kernel must get autocast's dtype (on an H100 the
+    float32 queries sent every step down the per-example fallback). A CPU tensor keeps its
+    dtype (no fused kernel there)."""
+    from ftl_train import compat
+
+    q = torch.zeros(4, 2, 8)
+    monkeypatch.setattr(compat, "autocast_dtype", lambda device_type: torch.bfloat16)
+    assert attention.compute_dtype(q) == torch.float32
+    assert compat.varlen_takes_gqa(lambda q, k, v, *, enable_gqa: None)
+    assert not compat.varlen_takes_gqa(lambda q, k, v, *, scale, window_size: None)

@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from . import compat
+
 logger = logging.getLogger("ftl_train")
 
 NAME = "ftl_varlen"
@@ -74,9 +76,46 @@ def cu_seqlens(
     return index, bounds.to(torch.int32), longest
 
 
+def compute_dtype(q: torch.Tensor) -> Any:
+    """The dtype the kernel should see: under autocast, autocast's 16-bit dtype. Full
+    fine-tuning keeps float32 weights, and the rotary embedding then hands attention float32
+    queries and keys even inside bf16 autocast; SDPA casts them down itself (it is on
+    autocast's lower-precision list), so the fused varlen kernel gets the same inputs."""
+    dtype = compat.autocast_dtype(q.device.type) if q.is_cuda else None
+    return dtype if dtype in (torch.float16, torch.bfloat16) else q.dtype
+
+
 def use_fused(q: torch.Tensor, dropout: float, training: bool) -> bool:
-    """The flash kernel takes CUDA 16-bit tensors and has no dropout."""
-    return q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and not (dropout and training)
+    """The flash kernel takes CUDA 16-bit tensors (after autocast's cast) and has no dropout."""
+    dtype = compute_dtype(q)
+    return q.is_cuda and dtype in (torch.float16, torch.bfloat16) and not (dropout and training)
+
+
+def fused_call(
+    kernel: Any,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    bounds: torch.Tensor,
+    longest: int,
+    scaling: float | None,
+    causal: bool,
+) -> torch.Tensor:
+    """The varlen kernel on ``[T, H, D]`` tensors in the compute dtype; grouped key/value heads
+    passed as they are where the kernel takes ``enable_gqa``, repeated where it does not."""
+    dtype = compute_dtype(q)
+    q, k, v = (t.to(dtype) for t in (q, k, v))
+    gqa = k.shape[1] != q.shape[1]
+    extra: dict[str, Any] = {}
+    if compat.varlen_takes_gqa(kernel):
+        extra["enable_gqa"] = gqa
+    elif gqa:
+        rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    window = (-1, 0) if causal else (-1, -1)
+    return kernel(
+        q, k, v, bounds, bounds, longest, longest, scale=scaling, window_size=window, **extra
+    )
 
 
 def _per_example_sdpa(
@@ -130,11 +169,7 @@ def varlen_attention(
     gqa = key.shape[1] != heads
     kernel = torch_varlen()
     if kernel is not None and use_fused(q, dropout, module.training):
-        window = (-1, 0) if causal else (-1, -1)
-        out = kernel(
-            q, k, v, bounds, bounds, longest, longest,
-            scale=scaling, window_size=window, enable_gqa=gqa,
-        )  # fmt: skip
+        out = fused_call(kernel, q, k, v, bounds, longest, scaling, causal)
     else:
         p = dropout if module.training else 0.0
         out = _per_example_sdpa(q, k, v, bounds, scaling, p, causal, gqa)

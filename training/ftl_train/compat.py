@@ -91,6 +91,19 @@ def autocast_dtype(device_type: str) -> Any:
     return get() if on() else None
 
 
+def varlen_takes_gqa(kernel: Any) -> bool:
+    """``torch.nn.attention.varlen.varlen_attn`` takes ``enable_gqa`` (torch 2.13); torch
+    2.10-2.11 have the kernel without it, so grouped key/value heads must be repeated to the
+    query's head count before the call (measured on an H100 with torch 2.11: the keyword
+    raised TypeError in every LoRA step)."""
+    import inspect
+
+    try:
+        return "enable_gqa" in inspect.signature(kernel).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: assume the newer one
+        return True
+
+
 def fused_adamw_available() -> bool:
     """The Trainer can run PyTorch's fused AdamW (``optim=adamw_torch_fused``).
 
