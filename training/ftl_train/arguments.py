@@ -11,7 +11,7 @@ from typing import Any
 
 from . import compat, parallel
 from .defaults import Performance
-from .env import SageMakerEnv, select_backend, trainer_ddp_backend
+from .env import SageMakerEnv, select_backend, smddp_requested, trainer_ddp_backend
 from .hparams import HyperparameterError, Hyperparameters
 from .preprocess import DEFAULT_BEST_METRIC
 
@@ -32,7 +32,11 @@ def _report_to(sm: SageMakerEnv) -> str:
 
 def _evaluation(hp: Hyperparameters, has_eval: bool) -> dict[str, Any]:
     """When to evaluate, and whether (and by which metric) to reload the best checkpoint."""
-    eval_steps = hp.eval_steps if has_eval else 0
+    # Not given: evaluate at every checkpoint, so the best-model reload (on by default with
+    # validation data) has an evaluation for each checkpoint whatever the template's
+    # save_steps (a fixed default of 500 refused every template saving every 200 steps).
+    eval_steps = hp.save_steps if hp.eval_steps is None else hp.eval_steps
+    eval_steps = eval_steps if has_eval else 0
     step_eval = bool(has_eval and eval_steps > 0)
     load_best = hp.load_best_model_at_end
     if load_best is None:
@@ -80,14 +84,38 @@ def _sharding_and_checkpointing(
     return kw
 
 
+MPI_LOCAL_RANK_VARS = ("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_RANK")
+
+
+def ddp_backend(perf: Performance, environ: Mapping[str, str]) -> str | None:
+    """``TrainingArguments.ddp_backend``: the launch's backend; on a CPU started by a launcher
+    (mpirun's or torchrun's rank variables set), gloo even for one process, since transformers
+    4.26 then sets up a CPU process group and refuses to without a named backend. smddp is the
+    Trainer's own choice (``trainer_ddp_backend``)."""
+    backend = trainer_ddp_backend(select_backend(environ, cuda=perf.cuda))
+    launched = any(environ.get(k) for k in MPI_LOCAL_RANK_VARS)
+    if backend is None and not perf.cuda and launched and not smddp_requested(environ):
+        return "gloo"
+    return backend
+
+
 def _optional(
-    hp: Hyperparameters, perf: Performance, sm: SageMakerEnv, report_to: str
+    hp: Hyperparameters,
+    perf: Performance,
+    sm: SageMakerEnv,
+    report_to: str,
+    environ: Mapping[str, str],
 ) -> dict[str, Any]:
     """Fields set only in some runs, and the CPU flag."""
     kw: dict[str, Any] = {"warmup_ratio": hp.warmup_ratio}
     if report_to == "tensorboard":
         kw["logging_dir"] = sm.tensorboard_dir
-    if not perf.cuda:
+    if not perf.cuda and smddp_requested(environ):
+        # smddp on a CPU (the test stand-in; the real library needs GPUs): the Trainer wraps
+        # the model for smddp's process group, which accelerate sets up only when use_cpu is
+        # off, so the CPU is named to accelerate instead.
+        os.environ.setdefault("ACCELERATE_TORCH_DEVICE", "cpu")
+    elif not perf.cuda:
         # Said outright: bf16 autocast on a CPU wants it, and so does a multi-process CPU run
         # (gloo), which accelerate otherwise sets up as a single process.
         kw["use_cpu"] = True
@@ -139,12 +167,12 @@ def build_training_arguments(
         disable_tqdm=True,  # progress bars flood CloudWatch; metrics are printed as lines
         log_level="info",
         log_level_replica="warning",
-        ddp_backend=trainer_ddp_backend(select_backend(environ)),
+        ddp_backend=ddp_backend(perf, environ or os.environ),
         ignore_data_skip=False,
         remove_unused_columns=True,
         **evaluation,
     )
-    kw.update(_optional(hp, perf, sm, report_to))
+    kw.update(_optional(hp, perf, sm, report_to, environ or os.environ))
     kw.update(_sharding_and_checkpointing(hp, perf, environ or os.environ))
     args = TrainingArguments(**compat.training_arguments_kwargs(kw, compat.training_fields()))
     compat.fsdp_environment(args)

@@ -342,6 +342,8 @@ _RENAMED_FIELDS = {
     "activation_checkpointing_kwargs": "gradient_checkpointing_kwargs",
     # transformers 4.34 renamed no_cuda
     "use_cpu": "no_cuda",
+    # transformers 4.27 replaced xpu_backend (the CPU process group's backend) by ddp_backend
+    "ddp_backend": "xpu_backend",
 }
 
 
@@ -350,13 +352,13 @@ def training_arguments_kwargs(kw: Mapping[str, Any], fields: set[str]) -> dict[s
 
     * a renamed field gets the old name where only that exists (``_RENAMED_FIELDS``:
       ``eval_strategy`` < 4.41 ``evaluation_strategy``; ``activation_checkpointing[_kwargs]``
-      < 5.0 ``gradient_checkpointing[_kwargs]``; ``use_cpu`` < 4.34 ``no_cuda``);
+      < 5.0 ``gradient_checkpointing[_kwargs]``; ``use_cpu`` < 4.34 ``no_cuda``;
+      ``ddp_backend`` < 4.27 ``xpu_backend``, which only a CPU run reads);
     * ``warmup_ratio``: transformers 5 dropped it, and its ``warmup_steps`` takes a float
       below 1 as a ratio;
     * anything else this release lacks is left out, logged (``save_safetensors``, gone in 5
       and missing in 4.26, which writes ``pytorch_model.bin``; ``logging_dir``, gone in 5;
-      ``ddp_backend``, ``fsdp_config``, ``use_liger_kernel``, ``gradient_checkpointing_kwargs``
-      missing in 4.26).
+      ``fsdp_config``, ``use_liger_kernel``, ``gradient_checkpointing_kwargs`` missing in 4.26).
     """
     out: dict[str, Any] = {}
     for key, value in kw.items():

@@ -81,7 +81,12 @@ SPECS: tuple[Spec, ...] = (
     Spec("seed", "int", 42, "random seed"),
     Spec("warmup_ratio", "float", 0.0, "fraction of the steps used for linear warm-up"),
     Spec("weight_decay", "float", 0.01, "AdamW weight decay"),
-    Spec("eval_steps", "int", 500, "evaluate every N steps (0: only at the end)"),
+    Spec(
+        "eval_steps",
+        "int",
+        None,
+        "evaluate every N steps (0: only at the end; default: save_steps)",
+    ),
     Spec("save_steps", "int", 500, "checkpoint every N steps"),
     Spec(
         "save_total_limit", "int", 2, "complete checkpoints kept (the best one is always kept too)"

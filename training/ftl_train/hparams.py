@@ -211,7 +211,6 @@ def validate(hp: Hyperparameters) -> None:
         "gradient_accumulation_steps": lambda x: x >= 1,
         "save_steps": lambda x: x >= 1,
         "logging_steps": lambda x: x >= 1,
-        "eval_steps": lambda x: x >= 0,
         "save_total_limit": lambda x: x >= 1,
         "doc_stride": lambda x: x >= 0,
         "learning_rate": lambda x: x > 0,
@@ -237,8 +236,9 @@ def validate(hp: Hyperparameters) -> None:
         "max_eval_samples",
         "dataloader_num_workers",
         "global_batch_size",
+        "eval_steps",
     ):
-        low = 0 if name == "dataloader_num_workers" else 1
+        low = 0 if name in ("dataloader_num_workers", "eval_steps") else 1
         if v[name] is not None and v[name] < low:
             raise HyperparameterError(f"hyperparameter {name}={v[name]!r} is out of range")
     if (
