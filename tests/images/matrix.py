@@ -12,7 +12,7 @@ of ``training/`` instead of the S3 asset):
 * model size: a tiny model of the template's family built from a config in the image's own
   transformers (``model_name_or_path`` points at it, or it is the ``model`` channel);
 * step counts: ``max_steps``, ``logging_steps`` (1, so SIGTERM lands after step 2),
-  ``save_steps``, ``eval_steps``.
+  ``save_steps``, and ``eval_steps`` where the template sets one.
 """
 
 from __future__ import annotations
@@ -24,12 +24,10 @@ from typing import Any
 # knows for GPUs only (ftl_train/throughput.py). Printed on a GPU (bench/RESULTS.md, the GPU run).
 GPU_ONLY_METRICS = frozenset({"train_mfu"})
 
-STEP_OVERRIDES: dict[str, Any] = {
-    "max_steps": 12,
-    "logging_steps": 1,
-    "save_steps": 5,
-    "eval_steps": 5,
-}
+STEP_OVERRIDES: dict[str, Any] = {"max_steps": 12, "logging_steps": 1, "save_steps": 5}
+# ``eval_steps`` is overridden only where the template sets it: a template that leaves it to
+# the entrypoint's default (save_steps) trains with that default.
+EVAL_STEPS_OVERRIDE = 5
 
 
 @dataclass(frozen=True)
