@@ -65,7 +65,7 @@ def _encoder_config(family: str, vocab: int):  # -> transformers.PretrainedConfi
             pad_token_id=0,
             bos_token_id=2,
             eos_token_id=3,
-            type_vocab_size=1,
+            type_vocab_size=2,  # the tiny tokenizer is BERT-style: pairs get segment ids 0 and 1
             vocab_size=vocab,
             max_position_embeddings=514,
         )

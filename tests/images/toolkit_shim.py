@@ -92,6 +92,9 @@ def launch(cmd: list, cwd: str | None) -> int:
     env["MASTER_ADDR"] = "127.0.0.1"
     if cmd and os.path.basename(str(cmd[0])) == "mpirun":
         cmd = _mpi_to_single(list(cmd), env)
+        # The toolkit's MASTER_PORT (7777) is free on a job's own hosts; here several jobs
+        # share one machine.
+        env["MASTER_PORT"] = str(_free_port())
         kind = "mpi"
     elif cmd and os.path.basename(str(cmd[0])) == "torchrun":
         cmd = _torchrun(list(cmd))

@@ -112,7 +112,32 @@ def _patch_ddp_for_cpu_modules() -> None:
     ddp.__init__ = __init__  # type: ignore[method-assign]
 
 
+def _patch_all_gather_into_tensor() -> None:
+    """accelerate gathers evaluation outputs with ``all_gather_into_tensor`` into one flat
+    tensor, which NCCL (and the real library) accept and gloo refuses ('invalid tensor
+    size'); for the stand-in's groups it is an ``all_gather`` into a list, concatenated."""
+    original = getattr(dist, "all_gather_into_tensor", None)
+    if original is None or getattr(original, "_ftl_smddp_standin", False):
+        return
+
+    @functools.wraps(original)
+    def all_gather_into_tensor(
+        output_tensor: Any, input_tensor: Any, group: Any = None, async_op: bool = False
+    ) -> Any:
+        if not _is_standin_group(group):
+            return original(output_tensor, input_tensor, group=group, async_op=async_op)
+        parts = [torch.empty_like(input_tensor) for _ in range(dist.get_world_size(group))]
+        dist.all_gather(parts, input_tensor, group=group)
+        output_tensor.copy_(torch.cat([p.reshape(-1) for p in parts]).reshape(output_tensor.shape))
+        _trace("all_gather_into_tensor", shape=list(output_tensor.shape))
+        return None
+
+    all_gather_into_tensor._ftl_smddp_standin = True  # type: ignore[attr-defined]
+    dist.all_gather_into_tensor = all_gather_into_tensor  # type: ignore[assignment]
+
+
 _filled = _fill_environment()
 _register()
 _patch_ddp_for_cpu_modules()
+_patch_all_gather_into_tensor()
 _trace("import torch_smddp", filled_environment=_filled, torch=torch.__version__)
