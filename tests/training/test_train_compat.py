@@ -2,7 +2,7 @@
 
 The newest branch runs against the project's own pins; the older API is faked with
 monkeypatch and stand-in objects shaped like the older release's (named in each test).
-The image environments run the older branches for real (tests/training/image_smoke.py).
+The image environments run the older branches for real (the image matrix, tests/images).
 """
 
 from __future__ import annotations
