@@ -436,6 +436,7 @@ def llm_template_hp(name: str, root: Path, max_steps: int) -> dict:
     return hp
 
 
+# size: one scripted GPU check (two starts, SIGTERM between, the verdict), read top to bottom
 def cmd_resume(args) -> int:
     """Full SFT with the llm-sft template's hyperparameters: SIGTERM after step ``stop`` is
     logged; exit 143 with a checkpoint at the last logged step; the restart resumes there and
@@ -524,6 +525,7 @@ def cmd_resume(args) -> int:
 # ---------------------------------------------------------------- templates (issue 25)
 
 
+# size: one scripted GPU check (render, start, collect the verdict) read top to bottom
 def cmd_template(args) -> int:
     name, variant = args.name, args.variant
     tag = name + (f"+{variant}" if variant else "")

@@ -319,6 +319,7 @@ def print_profile(name: str, prof: dict) -> None:
         print(f"{r['pct']:6.2f} {r['ms']:10.3f} {r['calls']:>6}  {r['name'][:120]}")
 
 
+# size: one measured run (set-up, warm-up, timed steps, profile, memory) in the order it happens
 def run_one(
     name: str,
     overrides: dict,
@@ -455,6 +456,7 @@ def _print_row(r) -> None:
     )
 
 
+# size: the benchmark's command line and its report, in the order they print
 def main(
     config: str,
     json_path: str | None,

@@ -337,6 +337,7 @@ def print_table(results: list[Result], note: str, cfg_name: str, device: str) ->
     print(f"note: {note}")
 
 
+# size: the benchmark's command line and its report, in the order they print
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=["qa", "sft"], default="qa")

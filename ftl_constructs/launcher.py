@@ -5,10 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Duration, RemovalPolicy, Stack
-from aws_cdk import aws_apigatewayv2 as apigw
-from aws_cdk import aws_apigatewayv2_authorizers as authorizers
-from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -32,6 +29,7 @@ from ftl_constructs.launch_policy import (
     launch_statements,
     training_job_arns,
 )
+from ftl_constructs.launcher_http import http_api
 from ftl_constructs.nag import acknowledge_resource, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
@@ -53,7 +51,6 @@ from jobmodel.names import (
     TEAM_INDEX,
 )
 from jobmodel.platform import PlatformConfig
-from jobmodel.routes import ROUTES
 from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
 
@@ -379,59 +376,13 @@ class JobLauncher(Construct):
     def _http_api(
         self, stack: Stack, retention: logs.RetentionDays, key: kms.IKey, settings: ApiSettings
     ) -> None:
-        self.api = apigw.HttpApi(
-            self,
-            "JobApi",
-            description="Fine-tuning launcher (IAM-authorised)",
-            create_default_stage=False,
-            default_authorizer=authorizers.HttpIamAuthorizer(),
-        )
-        integration = integrations.HttpLambdaIntegration(
-            "TriggerIntegration",
-            self.http_alias,
-            payload_format_version=apigw.PayloadFormatVersion.VERSION_2_0,
-        )
-        # Every route needs IAM auth and goes to the `http` alias.
-        self.routes = ROUTES
-        for route in ROUTES:
-            self.api.add_routes(
-                path=route.path, methods=[apigw.HttpMethod(route.method)], integration=integration
-            )
-        access_logs = logs.LogGroup(
-            self,
-            "ApiAccessLogs",
-            encryption_key=key,
-            retention=retention,
-            removal_policy=RemovalPolicy.RETAIN,
-        )
-        log_format = {
-            "requestId": "$context.requestId",
-            "time": "$context.requestTime",
-            "caller": "$context.identity.userArn",
-            "sourceIp": "$context.identity.sourceIp",
-            "method": "$context.httpMethod",
-            "path": "$context.path",
-            "route": "$context.routeKey",
-            "status": "$context.status",
-            "latencyMs": "$context.responseLatency",
-            "integrationError": "$context.integrationErrorMessage",
-        }
-        self.stage = apigw.CfnStage(
-            self,
-            "DefaultStage",
-            api_id=self.api.api_id,
-            stage_name="$default",
-            auto_deploy=True,
-            access_log_settings=apigw.CfnStage.AccessLogSettingsProperty(
-                destination_arn=access_logs.log_group_arn, format=json.dumps(log_format)
-            ),
-            default_route_settings=apigw.CfnStage.RouteSettingsProperty(
-                throttling_rate_limit=settings.throttle_rate,
-                throttling_burst_limit=settings.throttle_burst,
-                detailed_metrics_enabled=True,
-            ),
-        )
-        self.api_url = f"https://{self.api.api_id}.execute-api.{stack.region}.{stack.url_suffix}/"
+        parts = http_api(
+            self, alias=self.http_alias, stack=stack, retention=retention, key=key,
+            settings=settings,
+        )  # fmt: skip
+        self.api, self.routes, self.stage, self.api_url = (
+            parts.api, parts.routes, parts.stage, parts.url,
+        )  # fmt: skip
 
 
 def _launch_roles(

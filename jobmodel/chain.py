@@ -150,6 +150,25 @@ def ledger_job_of_attempt(training_job_name: str) -> tuple[str, int]:
     return match.group(1), int(match.group(2))
 
 
+_EFA_VARIABLES = (
+    "FI_PROVIDER",
+    "NCCL_PROTO",
+    "NCCL_SOCKET_IFNAME",
+    "FI_EFA_USE_DEVICE_RDMA",
+    "RDMAV_FORK_SAFE",
+)
+
+
+def _step_environment(environment: Mapping[str, str], types: list[Any]) -> dict[str, str]:
+    """The job's environment with EFA variables only where every candidate type has them (the
+    training toolkit's runners set them again from the host's own type,
+    SM_CURRENT_INSTANCE_TYPE)."""
+    env = {k: v for k, v in environment.items() if k not in _EFA_VARIABLES}
+    common = [efa_environment(t) for t in types]
+    shared = {k: v for k, v in common[0].items() if all(c.get(k) == v for c in common)}
+    return {**shared, **env}
+
+
 def render_step(
     rendered: Mapping[str, Any],
     step: Step,
@@ -195,23 +214,7 @@ def render_step(
     if spot:
         stopping["MaxWaitTimeInSeconds"] = runtime_seconds + int(step.wait_seconds or 0)
     out["StoppingCondition"] = stopping
-    # EFA variables only where every candidate type has them (the training toolkit's runners
-    # set them again from the host's own type, SM_CURRENT_INSTANCE_TYPE).
-    env = {
-        k: v
-        for k, v in out.get("Environment", {}).items()
-        if k
-        not in (
-            "FI_PROVIDER",
-            "NCCL_PROTO",
-            "NCCL_SOCKET_IFNAME",
-            "FI_EFA_USE_DEVICE_RDMA",
-            "RDMAV_FORK_SAFE",
-        )
-    }
-    common = [efa_environment(t) for t in types]
-    shared = {k: v for k, v in common[0].items() if all(c.get(k) == v for c in common)}
-    env = {**shared, **env}
+    env = _step_environment(out.get("Environment", {}), types)
     if env:
         out["Environment"] = env
     else:
