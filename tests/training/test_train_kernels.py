@@ -102,6 +102,20 @@ def test_varlen_attention_matches_the_dense_mask_in_loss_and_gradients():
     torch.testing.assert_close(ours[keep], ref[keep], rtol=1e-5, atol=1e-6)
 
 
+def dense_causal_varlen(q, k, v, cu_q, scale):
+    """What torch's varlen kernel computes, densely: causal attention within each example of
+    the ``[T, H, D]`` tensors (examples cut at ``cu_q``), grouped key/value heads repeated."""
+    seg = torch.repeat_interleave(torch.arange(len(cu_q) - 1), cu_q.diff().long())
+    idx = torch.arange(q.shape[0])
+    allowed = (seg[:, None] == seg[None, :]) & (idx[None, :] <= idx[:, None])
+    qh, kh, vh = (t.transpose(0, 1) for t in (q, k, v))
+    rep = qh.shape[0] // kh.shape[0]
+    kh, vh = kh.repeat_interleave(rep, 0), vh.repeat_interleave(rep, 0)
+    scores = (qh.float() @ kh.float().transpose(1, 2)) * scale
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    return (scores.softmax(-1) @ vh.float()).to(q.dtype).transpose(0, 1)
+
+
 def test_varlen_hands_the_torch_kernel_each_example_as_a_cumulative_length(monkeypatch):
     """The CUDA path's call into torch.nn.attention.varlen.varlen_attn, with a reference
     kernel of the same signature standing in for the GPU one (a dense causal mask per
@@ -111,15 +125,7 @@ def test_varlen_hands_the_torch_kernel_each_example_as_a_cumulative_length(monke
     def reference_varlen(q, k, v, cu_q, cu_k, max_q, max_k, *, scale, window_size, enable_gqa):
         calls.append((cu_q.tolist(), max_q, window_size, enable_gqa, q.shape))
         assert cu_q.dtype == torch.int32 and torch.equal(cu_q, cu_k) and max_q == max_k
-        seg = torch.repeat_interleave(torch.arange(len(cu_q) - 1), cu_q.diff().long())
-        idx = torch.arange(q.shape[0])
-        allowed = (seg[:, None] == seg[None, :]) & (idx[None, :] <= idx[:, None])
-        qh, kh, vh = (t.transpose(0, 1) for t in (q, k, v))
-        rep = qh.shape[0] // kh.shape[0]
-        kh, vh = kh.repeat_interleave(rep, 0), vh.repeat_interleave(rep, 0)
-        scores = (qh.float() @ kh.float().transpose(1, 2)) * scale
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        return (scores.softmax(-1) @ vh.float()).to(q.dtype).transpose(0, 1)
+        return dense_causal_varlen(q, k, v, cu_q, scale)
 
     monkeypatch.setattr(attention, "torch_varlen", lambda: reference_varlen)
     monkeypatch.setattr(attention, "use_fused", lambda q, dropout, training: True)
@@ -352,14 +358,8 @@ def test_varlen_repeats_grouped_heads_for_a_kernel_without_enable_gqa(monkeypatc
 
     def old_varlen(q, k, v, cu_q, cu_k, max_q, max_k, *, scale, window_size):
         calls.append((q.shape[1], k.shape[1]))
-        seg = torch.repeat_interleave(torch.arange(len(cu_q) - 1), cu_q.diff().long())
-        idx = torch.arange(q.shape[0])
-        allowed = (seg[:, None] == seg[None, :]) & (idx[None, :] <= idx[:, None])
-        qh, kh, vh = (t.transpose(0, 1) for t in (q, k, v))
-        assert qh.shape[0] == kh.shape[0], "grouped heads must arrive repeated"
-        scores = (qh.float() @ kh.float().transpose(1, 2)) * scale
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        return (scores.softmax(-1) @ vh.float()).to(q.dtype).transpose(0, 1)
+        assert q.shape[1] == k.shape[1], "grouped heads must arrive repeated"
+        return dense_causal_varlen(q, k, v, cu_q, scale)
 
     monkeypatch.setattr(attention, "torch_varlen", lambda: old_varlen)
     monkeypatch.setattr(attention, "use_fused", lambda q, dropout, training: True)
