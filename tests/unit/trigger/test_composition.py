@@ -91,19 +91,19 @@ def test_the_dispatch_table_covers_every_action_of_the_contract(launcher):
 
 
 def test_no_flow_reaches_into_another_objects_private_state():
-    """``self.<part>._<name>``: a flow using what another keeps to itself."""
+    """``<anything but self>._<name>``: code using what another object keeps to itself
+    (as the mixins did, and as the backends did with the launcher's ``host._write``)."""
     reaching = []
     for path in sorted((TRIGGER_DIR / "ftl_trigger").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Attribute)
-                and node.attr.startswith("_")
-                and not node.attr.startswith("__")
-                and isinstance(node.value, ast.Attribute)
-                and isinstance(node.value.value, ast.Name)
-                and node.value.value.id == "self"
+            if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+                continue
+            owner = node.value
+            if node.attr.startswith("__") or (
+                isinstance(owner, ast.Name) and owner.id in ("self", "cls")
             ):
-                reaching.append(f"{path.name}:{node.lineno} self.{node.value.attr}.{node.attr}")
+                continue
+            reaching.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
     assert reaching == []
 
 
