@@ -47,7 +47,9 @@ from typing import Any
 from .contract import TERMINAL_RANK, Status
 
 __all__ = [
+    "BATCH_HOLDING",
     "BATCH_STATUSES",
+    "BATCH_WAITING",
     "HEAD_LIMIT_REASONS",
     "QUOTA_LIMIT_REASON",
     "STOP_REASON",
@@ -70,6 +72,9 @@ BATCH_STATUSES = (
     "SUCCEEDED",
     "FAILED",
 )
+# Batch's states of a job waiting its turn, and of one holding its instances.
+BATCH_WAITING = ("SUBMITTED", "PENDING", "RUNNABLE")
+BATCH_HOLDING = ("SCHEDULED", "STARTING", "RUNNING")
 STOP_REASON = "ftl stop:"  # TerminateServiceJob reasons written by the launcher's stop
 EVENT_DETAIL_TYPE = "Batch Service Job State Change"
 # The RUNNABLE reasons a SAGEMAKER_TRAINING queue's time limit (JobStateTimeLimitAction, whose

@@ -23,6 +23,7 @@ from jobmodel import queue_state, training_state
 from jobmodel._rules import JOB_NAME_RE
 from jobmodel.attempts import ATTEMPT_HINT
 from jobmodel.chain import ledger_job_of_attempt
+from jobmodel.contract import Status
 from jobmodel.names import JOB_NAME_TAG_KEY
 
 SAGEMAKER = ("aws.sagemaker", training_state.EVENT_DETAIL_TYPE)
@@ -90,10 +91,10 @@ def _sagemaker(detail: dict[str, Any], when_ms: int | None, event_id: str | None
         created = training_state.epoch_ms(detail.get("CreationTime"))
         if created is not None:
             update["dequeued_ms"] = created
-    if job_name != name and update["status"] == "Failed":
+    if job_name != name and update["status"] == Status.FAILED:
         # Batch may retry a failed attempt with a new training job: Batch's own FAILED ends
         # the job, SageMaker's Failed of one attempt does not (docs/API.md, "Job events").
-        update["status"] = "InProgress"
+        update["status"] = str(Status.IN_PROGRESS)
     return Observation(job_name=job_name, update=update, event_id=event_id, owner=owner_of(detail))
 
 

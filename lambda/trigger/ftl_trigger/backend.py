@@ -9,7 +9,8 @@ interface. Another way to obtain capacity (training plans, instance preferences)
 module with a class of this shape and one entry in :data:`BACKENDS`.
 
 A backend's writes go through the launcher's one writer (``ftl_ledger.writer``), reached
-through the :class:`Host` the backend is given.
+through the :class:`Host` the backend is given (``starts.StartRecorder``). :class:`Backends`
+holds the chosen backend and finds the one a job was claimed for.
 """
 
 from __future__ import annotations
@@ -17,31 +18,32 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from jobmodel.errors import JobModelError
+from jobmodel.errors import JobModelError, UpstreamError
 from jobmodel.job import Change, ChangeFor
 from jobmodel.scheduler import SchedulerConfig
 
-__all__ = ["BACKENDS", "Backend", "Host", "choose"]
+__all__ = ["BACKENDS", "Backend", "Backends", "Host", "choose"]
 
 
 class Host(Protocol):
-    """What a backend uses of the launcher (``actions.Launcher``)."""
+    """What a backend uses of the launcher: the runtime's clients and settings (``rt``) and
+    the recording of starts (``starts.StartRecorder``)."""
 
     rt: Any  # ftl_trigger.dependencies.Runtime
 
-    def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
+    def write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
 
-    def _record_start(self, job: dict[str, Any], change: Change) -> dict[str, Any]: ...
+    def record_start(self, job: dict[str, Any], change: Change) -> dict[str, Any]: ...
 
-    def _record_failed(self, job: dict[str, Any], error: JobModelError) -> None: ...
+    def record_failed(self, job: dict[str, Any], error: JobModelError) -> None: ...
 
-    def _describe_remote(self, name: str) -> dict[str, Any] | None: ...
+    def describe_remote(self, name: str) -> dict[str, Any] | None: ...
 
-    def _now_ms(self) -> int: ...
+    def now_ms(self) -> int: ...
 
-    def _map_error(self, exc: Exception, call: str) -> JobModelError: ...
+    def map_error(self, exc: Exception, call: str) -> JobModelError: ...
 
-    def _ambiguous(self, exc: Exception) -> bool: ...
+    def ambiguous(self, exc: Exception) -> bool: ...
 
 
 class Backend(Protocol):
@@ -74,6 +76,25 @@ class Backend(Protocol):
 def choose(host: Host, scheduler: SchedulerConfig) -> Backend:
     """The backend the scheduler configuration names (chosen once per container)."""
     return BACKENDS[scheduler.scheduler](host)
+
+
+class Backends:
+    """The platform's backend (``chosen``, once per container) and, for a claim from before
+    the platform changed its scheduler, the one that owns a job."""
+
+    def __init__(self, *, host: Host, scheduler: SchedulerConfig) -> None:
+        self.host = host
+        self.chosen = choose(host, scheduler)
+
+    def of(self, job: dict[str, Any]) -> Backend:
+        """The backend a claimed job was claimed for."""
+        if self.chosen.owns(job):
+            return self.chosen
+        for kind in BACKENDS.values():
+            other = kind(self.host)
+            if other.owns(job):
+                return other
+        raise UpstreamError(f"no backend starts job {job['job_name']}")  # pragma: no cover
 
 
 def _backends() -> dict[str, Callable[[Host], Backend]]:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ftl_trigger.remote import error_code
 from jobmodel.attempts import change_for, current_training_job
 from jobmodel.contract import Status
 from jobmodel.errors import Conflict, JobModelError, UpstreamError
@@ -51,23 +52,23 @@ class DirectBackend:
         try:
             arn = start_job(host.rt.sagemaker, rendered)
         except (ClientError, BotoCoreError) as exc:
-            if _code(exc) == "ResourceInUse":
+            if error_code(exc) == "ResourceInUse":
                 # Only a peer completing the same claimed job can have taken this name.
                 return self._adopt(job)
-            error = host._map_error(exc, "CreateTrainingJob")
-            if host._ambiguous(exc):
+            error = host.map_error(exc, "CreateTrainingJob")
+            if host.ambiguous(exc):
                 # A timeout or 5xx may hide a job SageMaker did create: look before failing.
                 try:
-                    described = host._describe_remote(name) if self._exists(name) else None
+                    described = host.describe_remote(name) if self._exists(name) else None
                 except JobModelError:
                     # Cannot tell: keep the claim, so a replay of the token finishes it with
                     # the same job name (and never starts a second job).
                     raise error from None
                 if described is not None:
                     return self._adopt(job, described)
-            host._record_failed(job, error)
+            host.record_failed(job, error)
             raise error from None
-        return host._record_start(job, self._started(arn))
+        return host.record_start(job, self._started(arn))
 
     def recover(self, job: dict[str, Any]) -> dict[str, Any]:
         name = current_training_job(job)
@@ -75,12 +76,12 @@ class DirectBackend:
         # that does not exist DescribeTrainingJob answers AccessDenied, not "no such job".
         if not self._exists(name):
             return job
-        described = self.host._describe_remote(name)
+        described = self.host.describe_remote(name)
         if described is None:
             return job
         # Recorded as started; the refresh that follows records where SageMaker is now, so
         # the start and an end are each written (and published) once.
-        return self.host._record_start(job, self._started(described["TrainingJobArn"]))
+        return self.host.record_start(job, self._started(described["TrainingJobArn"]))
 
     def _exists(self, name: str) -> bool:
         """Whether SageMaker has a training job named ``name`` (ListTrainingJobs by name,
@@ -91,7 +92,7 @@ class DirectBackend:
             try:
                 listed = self.host.rt.sagemaker.list_training_jobs(**params)
             except (ClientError, BotoCoreError) as exc:
-                raise self.host._map_error(exc, "ListTrainingJobs") from None
+                raise self.host.map_error(exc, "ListTrainingJobs") from None
             names = {str(j.get("TrainingJobName", "")) for j in listed["TrainingJobSummaries"]}
             if name.lower() in {n.lower() for n in names}:
                 return True
@@ -102,20 +103,14 @@ class DirectBackend:
 
     def _started(self, arn: str) -> Change:
         """The launcher's word that SageMaker has the job."""
-        return Change.launcher(Status.IN_PROGRESS, self.host._now_ms(), once={"job_arn": arn})
+        return Change.launcher(Status.IN_PROGRESS, self.host.now_ms(), once={"job_arn": arn})
 
     def _adopt(
         self, job: dict[str, Any], described: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        described = described or self.host._describe_remote(current_training_job(job))
+        described = described or self.host.describe_remote(current_training_job(job))
         if described is None:
             raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
         # What SageMaker says of the job, as a describe would record it.
         update = from_training_job(described)
-        return self.host._record_start(job, change_for(job, update))
-
-
-def _code(exc: Exception) -> str:
-    if isinstance(exc, ClientError):
-        return str(exc.response.get("Error", {}).get("Code", ""))
-    return ""
+        return self.host.record_start(job, change_for(job, update))

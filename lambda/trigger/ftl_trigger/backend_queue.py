@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
-from ftl_trigger.submit import record_pending
+from ftl_trigger.starts import record_pending
 from jobmodel.attempts import current_training_job
 from jobmodel.contract import Status
 from jobmodel.errors import JobModelError, UpstreamError
@@ -68,11 +68,11 @@ class QueueBackend:
                 # same clientToken (Batch then answers with the job it may have queued).
                 raise error from None
             if found is None:
-                host._record_failed(job, error)
+                host.record_failed(job, error)
                 raise error from None
             queued = found
         except JobModelError as error:
-            host._record_failed(job, error)
+            host.record_failed(job, error)
             raise
         return self._record_queued(job, queued)
 
@@ -114,7 +114,7 @@ class QueueBackend:
     def _record_queued(self, job: dict[str, Any], queued: Mapping[str, Any]) -> dict[str, Any]:
         """Record that Batch queued the job (``queued``: ``{"jobId", "jobArn"}``); a ledger
         failure is logged, not raised: the job is queued whatever happens here, and the
-        answer says the record is still being written (``submit.record_pending``)."""
+        answer says the record is still being written (``starts.record_pending``)."""
         now = self.host.rt.now()
         update = {
             "batch_job_id": queued["jobId"],
@@ -125,7 +125,7 @@ class QueueBackend:
         change = Change.launcher(Status.QUEUED, epoch_ms(now), once=once)
         change = Change({**change.observation, **update}, once)
         try:
-            return self.host._write(job, change)
+            return self.host.write(job, change)
         except JobModelError as err:
             LOG.warning("job %s queued but the ledger update failed: %s", job["job_name"], err)
             learned = {"batch_job_id": queued["jobId"], "batch_job_arn": queued.get("jobArn")}

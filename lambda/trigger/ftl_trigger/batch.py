@@ -29,7 +29,7 @@ from botocore.exceptions import (
 from jobmodel import JobModelError, NotFound, ValidationError
 from jobmodel.errors import THROTTLE_CODES
 from jobmodel.names import DEFAULT_SHARE, JOB_NAME_TAG_KEY
-from jobmodel.queue_state import STOP_REASON, from_service_job
+from jobmodel.queue_state import BATCH_HOLDING, STOP_REASON, from_service_job
 from jobmodel.scheduler import PRIORITY_LIMITS, share_of
 
 from .errors import Conflict, Throttled, UpstreamError
@@ -208,7 +208,8 @@ def queue_order(client: Any, job_queue: str) -> list[str] | None:
 
 
 # Batch statuses of a job that holds its instances, and of one waiting its turn.
-HOLDING = ("SCHEDULED", "STARTING", "RUNNING")
+HOLDING = BATCH_HOLDING
+READY = "RUNNABLE"
 MAX_LIST_PAGES = 10  # per status: 1,000 jobs
 
 

@@ -4,36 +4,35 @@
   or the Batch queue): found, its start is recorded; not found once the claim is
   ``jobmodel.claims.CLAIM_BOUND_S`` old, it is ended as ``FailedToStart`` (usage given back
   once and token freed, by the one writer). Describe, stop, list, a replay of the token and
-  the sweep all look this way (:meth:`CareFlow._recover_submitting`).
+  the sweep all look this way (:meth:`CareFlow.recover_submitting`).
 * A job that owes end effects (``jobmodel.effects``: the announcement) has them done by
-  whichever of those holds the record next (:meth:`CareFlow._complete_effects`); the trigger's
-  own writes that end a job do them at once.
+  whichever of those holds the record next (``records.Effects``); the trigger's own writes
+  that end a job do them at once (``records.Records``).
 * The ``sweep`` action (door ``sweep``: an EventBridge schedule) reads the ledger's sparse
   index of jobs that need either (``names.CARE_INDEX``) and does both.
 
-``CareFlow`` is mixed into ``actions.Launcher``, which provides what is declared here.
+:class:`CareFlow` is given the ledger (its care index), the records, the end effects, the
+backends (a claim is looked for in the one it was claimed for) and the clock.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ftl_ledger.effects import EndEffects, announcer
-from ftl_trigger.submit import RECORD_PENDING
+from ftl_trigger.backend import Backends
+from ftl_trigger.records import Clock, Effects, Records, ledger_call
+from ftl_trigger.starts import RECORD_PENDING
 from jobmodel import claims as CL
 from jobmodel import effects as E
 from jobmodel.attempts import current_training_job
 from jobmodel.contract import Status
 from jobmodel.errors import JobModelError, UpstreamError
-from jobmodel.job import Change, ChangeFor
+from jobmodel.job import Change
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
-    from ftl_ledger.writer import JobWriter
-    from ftl_trigger.backend import Backend
-    from ftl_trigger.dependencies import Runtime
 
 LOG = logging.getLogger("ftl.trigger")
 # Jobs one sweep looks at, oldest first (the next sweep takes the rest).
@@ -42,49 +41,32 @@ SWEEP_PAGE = 50
 
 
 class CareFlow:
-    rt: Runtime
-    ledger: Ledger
-    writer: JobWriter
-
-    if TYPE_CHECKING:  # pragma: no cover - provided by actions.Launcher
-
-        def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
-
-        def _backend_of(self, job: dict[str, Any]) -> Backend: ...
-
-        def _now_ms(self) -> int: ...
-
-        def _ledger_call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any: ...
-
-    # ---------------------------------------------------------- end effects
-    def _complete_effects(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Do what ``job`` still owes (a failure is logged: the mark stays for the job's
-        next event, look or the sweep); the record as it then is."""
-        if not E.owed(job) or self.rt.sns is None:
-            return job
-        rt = self.rt
-
-        def publish(**message: Any) -> Any:
-            return rt.sns.publish(TopicArn=rt.topic_arn, **message)
-
-        effects = EndEffects(self.writer, {E.ANNOUNCE: announcer(publish)})
-        try:
-            return effects.complete(job)
-        except Exception as err:  # noqa: BLE001 - owed effects stay marked on the record
-            LOG.warning("job %s: end effects left owed: %s", job.get("job_name"), err)
-            return job
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        records: Records,
+        effects: Effects,
+        backends: Backends,
+        clock: Clock,
+    ) -> None:
+        self.ledger = ledger
+        self.records = records
+        self.effects = effects
+        self.backends = backends
+        self.clock = clock
 
     # -------------------------------------------------------- stuck claims
-    def _recover_submitting(self, job: dict[str, Any]) -> dict[str, Any]:
+    def recover_submitting(self, job: dict[str, Any]) -> dict[str, Any]:
         """A job still ``Submitting``: after the grace ask its backend by name and record the
         start it finds; at the bound, end a claim the backend does not have as
         ``FailedToStart``. A look-up that fails raises (the contract's error): nothing is
         decided on a look that did not answer."""
-        age = CL.claim_age_s(job, self.rt.now())
+        age = CL.claim_age_s(job, self.clock.now())
         if age < CL.SUBMIT_GRACE_S:
             return job
         try:
-            backend = self._backend_of(job)
+            backend = self.backends.of(job)
         except UpstreamError:  # claimed for a backend this platform no longer has
             return job
         found = backend.recover(job)
@@ -95,25 +77,25 @@ class CareFlow:
         what = "AWS Batch service" if backend.name == "queue" else "SageMaker training"
         ended = Change.launcher(
             Status.FAILED_TO_START,
-            self._now_ms(),
+            self.clock.ms(),
             reason=CL.unstarted_reason(current_training_job(job), what),
             also={"error_type": UpstreamError.type},
             free_token=True,
         )
         LOG.warning("job %s: claim ended at the bound, never started", job["job_name"])
-        return self._write(found, ended)
+        return self.records.write(found, ended)
 
-    def _look_after(self, job: dict[str, Any]) -> dict[str, Any]:
+    def look_after(self, job: dict[str, Any]) -> dict[str, Any]:
         """One job as a look leaves it: a stale claim resolved, owed effects done."""
         if job.get("status") == Status.SUBMITTING:
-            job = self._recover_submitting(job)
-        return self._complete_effects(job)
+            job = self.recover_submitting(job)
+        return self.effects.complete(job)
 
-    def _look_after_quietly(self, job: dict[str, Any]) -> dict[str, Any]:
-        """:meth:`_look_after` for list and the sweep: a look-up that failed leaves the job
+    def look_after_quietly(self, job: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`look_after` for list and the sweep: a look-up that failed leaves the job
         as it was (logged), for the next look."""
         try:
-            return self._look_after(job)
+            return self.look_after(job)
         except JobModelError as err:
             LOG.warning("job %s: left for the next look: %s", job.get("job_name"), err.message)
             return job
@@ -125,10 +107,10 @@ class CareFlow:
         counts = {"looked": 0, "started": 0, "failed_to_start": 0, "effects_done": 0, "left": 0}
         start: dict[str, Any] | None = None
         while counts["looked"] < SWEEP_LIMIT:
-            page, start = self._ledger_call(self.ledger.care_page, SWEEP_PAGE, start)
+            page, start = ledger_call(self.ledger.care_page, SWEEP_PAGE, start)
             for job in page:
                 counts["looked"] += 1
-                after = self._look_after_quietly(job)
+                after = self.look_after_quietly(job)
                 _count(counts, job, after)
             if not start:
                 break

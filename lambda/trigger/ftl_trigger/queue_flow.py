@@ -2,71 +2,75 @@
 
 Submit claims the job exactly as in direct mode; the queue backend (``backend_queue``) hands
 the rendered request to AWS Batch as a service job instead of calling CreateTrainingJob.
-Describe refreshes a waiting job from
-DescribeServiceJob and, once SageMaker has the job (named ``training_job_name`` by Batch),
-follows it with DescribeTrainingJob. Stop terminates the service job. Every ledger write goes
-through the one writer (``ftl_ledger.writer``: the order rules, conditional on the record
-read), so the launcher and the job-events function can write in any order. ``QueueFlow`` is
-mixed into ``actions.Launcher``, which provides ``rt``, ``ledger``, ``usage`` and the helpers.
+Describe refreshes a waiting job from DescribeServiceJob and, once SageMaker has the job
+(named ``training_job_name`` by Batch), follows it with DescribeTrainingJob. Stop terminates
+the service job. Every ledger write goes through the one writer (``records.Records``: the
+order rules, conditional on the record read), so the launcher and the job-events function can
+write in any order. :class:`QueueFlow` is given the runtime's Batch and SageMaker clients and
+the queue's settings (``settings``), the ledger (a look at the queue reads other jobs' limits),
+the records and the clock; it calls no other flow.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
-from ftl_trigger.backend_queue import epoch_ms, is_queued_job
+from ftl_trigger.backend_queue import epoch_ms
 from ftl_trigger.identity import Caller
-from ftl_trigger.queue_look import QueueLook, QueueSpot
+from ftl_trigger.queue_look import QueueLook, QueueSettings, QueueSpot
+from ftl_trigger.records import Clock, Records
+from ftl_trigger.remote import describe_training_job
 from jobmodel import TERMINAL_STATUSES, NotFound, UpstreamError
 from jobmodel import attempts as A
 from jobmodel.chain import capacity_failure, ledger_job_of_attempt
 from jobmodel.contract import Status
 from jobmodel.job import Change, ChangeFor
-from jobmodel.queue_state import classify_reason, waited_seconds
-from jobmodel.scheduler import share_of
 from jobmodel.training_state import from_training_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
-    from ftl_trigger.dependencies import Runtime
 
 LOG = logging.getLogger("ftl.trigger")
-WAITING = ("Queued", "Scheduled")  # statuses Batch still decides
-_BATCH_WAITING = frozenset({"SUBMITTED", "PENDING", "RUNNABLE"})
-UNLOOKED = "the launcher could not look at the job queue (AWS Batch or its queue is unavailable)"
+WAITING = (Status.QUEUED, Status.SCHEDULED)  # statuses Batch still decides
+
+
+class QueueFlowSettings(QueueSettings, Protocol):
+    """The runtime as this flow reads it: a look's settings, and the SageMaker client (a
+    started job's state)."""
+
+    sagemaker: Any
 
 
 class QueueFlow:
-    """Queue mode's steps; mixed into ``actions.Launcher``, which provides what is declared
-    here."""
+    """Queue mode's refresh, stop and queue positions."""
 
-    rt: Runtime
-    ledger: Ledger
-
-    if TYPE_CHECKING:  # pragma: no cover - provided by actions.Launcher
-
-        def _write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
-
-        def _describe_remote(self, name: str) -> dict[str, Any] | None: ...
+    def __init__(
+        self, *, settings: QueueFlowSettings, ledger: Ledger, records: Records, clock: Clock
+    ) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.records = records
+        self.clock = clock
 
     # -------------------------------------------------------------- describe
-    def _refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], QueueSpot | None]:
+    def refresh_queued(self, job: dict[str, Any]) -> tuple[dict[str, Any], QueueSpot | None]:
         """Bring a queue-mode job up to date: from Batch while it waits (or until Batch names
         its training job), then from SageMaker. Returns the record and, while it is
         ``Queued``, its place in the queue with the estimated start."""
         position = None
         if not job.get("batch_job_id"):  # a chain's next attempt, its service job not yet known
             return job, None
+        batch = self.settings.batch
         # A capacity chain's attempt is a service job of its own: always asked (module doc).
         asks_batch = job["status"] in WAITING or not job.get("training_job_name") or A.chained(job)
-        if asks_batch and self.rt.batch is not None:  # None: the platform went back to direct
+        if asks_batch and batch is not None:  # None: the platform went back to direct
             try:
                 state = service_jobs.describe(
-                    self.rt.batch, job["batch_job_id"], observed_ms=epoch_ms(self.rt.now())
+                    batch, job["batch_job_id"], observed_ms=epoch_ms(self.clock.now())
                 )
             except NotFound:  # Batch forgot the job: the ledger is all there is
                 LOG.warning("Batch has no job %s for %s", job["batch_job_id"], job["job_name"])
@@ -74,17 +78,20 @@ class QueueFlow:
             batch_name = state.pop("job_name", None)
             if A.chained(job):
                 return self._refresh_attempt(job, state, str(batch_name or "")), None
-            job = self._write(job, Change(state, {"job_arn": state.get("training_job_arn")}))
-            if job["status"] == "Queued":  # one snapshot: the position and the estimate
-                position = QueueLook(self.rt, self.ledger).spot(job)
+            job = self.records.write(job, Change(state, {"job_arn": state.get("training_job_arn")}))
+            if job["status"] == Status.QUEUED:  # one snapshot: the position and the estimate
+                position = QueueLook(self.settings, self.ledger).spot(job)
         name = job.get("training_job_name")
-        if job["status"] in TERMINAL_STATUSES or job["status"] == "Queued" or not name:
+        if job["status"] in TERMINAL_STATUSES or job["status"] == Status.QUEUED or not name:
             return job, position
-        described = self._describe_remote(name)
+        described = describe_training_job(self.settings.sagemaker, name)
         if described is not None:
             # Observed now: Batch's state of the same job was stamped when it was asked.
-            update = {**from_training_job(described), "status_observed_ms": epoch_ms(self.rt.now())}
-            job = self._write(job, Change(update))
+            update = {
+                **from_training_job(described),
+                "status_observed_ms": epoch_ms(self.clock.now()),
+            }
+            job = self.records.write(job, Change(update))
         return job, position
 
     def _refresh_attempt(
@@ -98,8 +105,8 @@ class QueueFlow:
         _, attempt = ledger_job_of_attempt(batch_name) if batch_name else (None, None)
         name = state.get("training_job_name")
         view = None
-        if name and state["status"] != "Queued":
-            described = self._describe_remote(str(name))
+        if name and state["status"] != Status.QUEUED:
+            described = describe_training_job(self.settings.sagemaker, str(name))
             if described is not None:
                 view = {
                     **from_training_job(described),
@@ -110,86 +117,46 @@ class QueueFlow:
             state = {**state, **_capacity_word(state, view)}
             state["billable_seconds"] = view.get("billable_seconds")  # the attempt's cost
         hint = {A.ATTEMPT_HINT: attempt} if attempt is not None else {}
-        job = self._write(job, _chained(state, hint))
+        job = self.records.write(job, _chained(state, hint))
         if view is not None and not job.get("chain_pending"):
-            if view["status"] == "Failed" and not ended:  # Batch may retry: its FAILED decides
+            # Batch may retry: its FAILED decides.
+            if view["status"] == Status.FAILED and not ended:
                 view["status"] = str(Status.IN_PROGRESS)
-            job = self._write(job, _chained(view, hint))
+            job = self.records.write(job, _chained(view, hint))
         return job
 
     # ------------------------------------------------------------------ stop
-    def _stop_queued(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    def stop_queued(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """TerminateServiceJob: a waiting job ends Stopped and starts nothing; a started one
         is Stopping (Batch stops its training job)."""
-        if self.rt.batch is None:
+        if self.settings.batch is None:
             raise UpstreamError(
                 f"job {job['job_name']} was queued by AWS Batch but this platform no longer "
                 "queues jobs (ftl:scheduler); stop it with TerminateServiceJob"
             )
-        service_jobs.terminate(self.rt.batch, job["batch_job_id"], requested_by=caller.principal)
+        service_jobs.terminate(
+            self.settings.batch, job["batch_job_id"], requested_by=caller.principal
+        )
+        clock = self.clock
 
         def stopped(current: Mapping[str, Any]) -> Change:
-            now = epoch_ms(self.rt.now())
+            now = epoch_ms(clock.now())
             if current.get("status") == Status.QUEUED:
                 return Change.launcher(Status.STOPPED, now, once={"dequeued_ms": now})
             return Change.launcher(Status.STOPPING, now)
 
-        return self._write(job, stopped)
+        return self.records.write(job, stopped)
 
     # ------------------------------------------------------------------ list
-    def _positions(self, items: list[Mapping[str, Any]]) -> dict[str, QueueSpot]:
+    def positions(self, items: Sequence[Mapping[str, Any]]) -> dict[str, QueueSpot]:
         """Queued jobs' places by Batch job ARN: one look at the queue (``QueueLook``), only
         in queue mode and only for a page that holds a waiting job."""
-        queued = [i for i in items if i.get("status") == "Queued" and i.get("batch_job_arn")]
-        if not self.rt.scheduler.queued or self.rt.batch is None or not queued:
+        queued = [i for i in items if i.get("status") == Status.QUEUED and i.get("batch_job_arn")]
+        settings = self.settings
+        if not settings.scheduler.queued or settings.batch is None or not queued:
             return {}
-        look = QueueLook(self.rt, self.ledger)
+        look = QueueLook(settings, self.ledger)
         return {str(i["batch_job_arn"]): look.spot(i) for i in queued}
-
-    # ------------------------------------------------------------------ view
-    def _queue_fields(
-        self,
-        job: Mapping[str, Any],
-        view: dict[str, Any],
-        *,
-        detail: bool,
-        position: QueueSpot | None,
-    ) -> None:
-        """The queue-mode fields of the job object (docs/API.md, Queue mode)."""
-        if not is_queued_job(job):
-            return
-        view["batch_job_id"] = job.get("batch_job_id")
-        view["priority"] = job.get("priority")
-        view["share"] = share_of(job.get("team"), self.rt.scheduler.share_policy)
-        view["queued_at"] = job.get("queued_at")
-        if job.get("training_job_name"):
-            view["console_url"] = self.rt.console_base + job["training_job_name"]
-        if not detail:
-            return
-        if job.get("training_job_name"):
-            view["training_job_name"] = job["training_job_name"]
-        if job["status"] == "Queued":
-            raw = job.get("batch_status_reason")
-            waiting = job.get("batch_status") in _BATCH_WAITING
-            place = None if position is None else position.position
-            view["queue_reason"] = classify_reason(raw if waiting else None, place)
-            if place is not None:
-                view["queue_position"] = place
-            # The estimated start (docs/API.md, Queue mode): null with the reason when the
-            # queue could not be looked at.
-            view.update(position.estimate if position is not None else {})
-            if "estimated_start_by" not in view:
-                view.update(estimated_start_by=None, sooner=[])
-                view["estimated_start_unknown_reason"] = UNLOOKED
-        seconds = self._queued_seconds(job)
-        if seconds is not None:
-            view["queued_seconds"] = seconds
-
-    def _queued_seconds(self, job: Mapping[str, Any]) -> float | None:
-        """Waited so far while Queued; the whole wait once the job left the queue."""
-        now_ms = epoch_ms(self.rt.now()) if job["status"] == "Queued" else None
-        seconds = waited_seconds(job, now_ms=now_ms)
-        return None if seconds is None else round(seconds, 3)
 
 
 def _chained(update: Mapping[str, Any], hint: Mapping[str, Any]) -> ChangeFor:

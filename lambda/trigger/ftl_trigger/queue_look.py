@@ -15,17 +15,20 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
 from jobmodel.chain import ledger_job_of_attempt
+from jobmodel.contract import Status
 from jobmodel.errors import JobModelError
 from jobmodel.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
-    from ftl_trigger.dependencies import Runtime
+    from jobmodel.scheduler import SchedulerConfig
+    from jobmodel.templates import TemplateSpec
 
 # The ledger attributes an estimate reads of every job in the queue.
 LEDGER_FACTS = ("job_name", "rendered", "instance_count")
@@ -35,6 +38,18 @@ NOT_LISTED = (
     "AWS Batch's queue snapshot does not list the job (it lists the first 100 jobs ready to "
     "run, in the order they start), so its place is unknown"
 )
+
+
+class QueueSettings(Protocol):
+    """What a look reads of the runtime (``dependencies.Runtime``): the Batch client, the
+    queue's configuration, the templates and the clock."""
+
+    batch: Any
+    scheduler: SchedulerConfig
+    catalog: Mapping[str, TemplateSpec]
+
+    @property
+    def now(self) -> Callable[[], datetime]: ...
 
 
 class QueueSpot:
@@ -65,7 +80,7 @@ class _Facts:
 class QueueLook:
     """The queue as one request sees it (``rt.batch`` must be set)."""
 
-    def __init__(self, rt: Runtime, ledger: Ledger) -> None:
+    def __init__(self, rt: QueueSettings, ledger: Ledger) -> None:
         self.rt = rt
         self.ledger = ledger
         self.queue = str(rt.scheduler.job_queue_arn)
@@ -76,7 +91,7 @@ class QueueLook:
     def spot(self, job: Mapping[str, Any]) -> QueueSpot:
         """The place of ``job`` (a ledger record), with the estimate when it is ``Queued``."""
         position = self.positions.get(str(job.get("batch_job_arn") or ""))
-        if job.get("status") != "Queued":
+        if job.get("status") != Status.QUEUED:
             return QueueSpot(position)
         return QueueSpot(position, lambda: self.estimate(job, position))
 
@@ -127,7 +142,7 @@ class QueueLook:
         listed = set(self.order or [])
         waiting = [
             s
-            for s in service_jobs.jobs_in(client, self.queue, "RUNNABLE")
+            for s in service_jobs.jobs_in(client, self.queue, service_jobs.READY)
             if s.get("jobArn") in listed
         ]
         summaries = [*holding.values(), *waiting]

@@ -5,11 +5,11 @@ trigger's own role and keeps the answer for ``CACHE_SECONDS`` per warm container
 never blocks a submit: it is logged, remembered for ``RETRY_SECONDS`` (so a broken read does
 not slow every submit) and the check is skipped, which a dry run says.
 
-:class:`QuotaGate` (mixed into ``actions.Launcher``) applies them at submit and dry run: a
-request whose count exceeds its type's quota for its capacity kind is refused
-(``ValidationError`` on ``instance_count``, or ``instance_type`` when the quota is 0); a capacity
-chain loses the steps and preference types whose quota is short, with the reason, and is
-refused only when no step is left (``jobmodel.service_quotas.filter_steps``).
+:class:`QuotaGate` (given the runtime, of which it reads only ``quotas``) applies them at
+submit and dry run: a request whose count exceeds its type's quota for its capacity kind is
+refused (``ValidationError`` on ``instance_count``, or ``instance_type`` when the quota is 0);
+a capacity chain loses the steps and preference types whose quota is short, with the reason,
+and is refused only when no step is left (``jobmodel.service_quotas.filter_steps``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -25,9 +25,6 @@ from jobmodel import chain as C
 from jobmodel import service_quotas as SQ
 from jobmodel.errors import ValidationError
 from jobmodel.request import SubmitRequest
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ftl_trigger.dependencies import Runtime
 
 LOG = logging.getLogger("ftl.trigger")
 CACHE_SECONDS = 900.0
@@ -69,19 +66,25 @@ class LiveQuotas:
         return SQ.read_all(self._client.list_service_quotas)
 
 
+class QuotaSettings(Protocol):
+    """What the gate reads of the runtime: the account's quotas (None: not checked)."""
+
+    quotas: LiveQuotas | None
+
+
 class QuotaGate:
-    """Mixed into ``actions.Launcher``."""
+    def __init__(self, *, settings: QuotaSettings) -> None:
+        self.settings = settings
 
-    rt: Runtime
-
-    def _quota_gate(
+    def check(
         self, req: SubmitRequest, steps: list[dict[str, Any]]
     ) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
         """The steps within the quotas (``steps`` empty: the job is not chained), why any was
         changed, and the dry run's ``service_quota`` check; raises ``ValidationError`` when
         the job could never start."""
         check: dict[str, Any] = {"check": "service_quota", "ok": True}
-        quotas, why = self.rt.quotas.current() if self.rt.quotas else (None, "not configured")
+        live = self.settings.quotas
+        quotas, why = live.current() if live else (None, "not configured")
         if quotas is None:
             return steps, [], {**check, "skipped": f"not checked: {why}"}
         if not steps:

@@ -347,7 +347,7 @@ def test_an_unexpected_bug_is_an_error_object_not_a_trace(launcher, monkeypatch)
     def boom(*a, **k):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(launcher.module.LAUNCHER, "list_jobs", boom)
+    monkeypatch.setitem(launcher.module.LAUNCHER.handlers, "list", boom)
     resp = launcher(http_event("GET", "/jobs"))
     assert resp["statusCode"] == 502
     err = body(resp)["error"]

@@ -1,0 +1,188 @@
+"""Describe, stop and list: a caller's jobs brought up to date from AWS before they answer.
+
+:class:`JobFlow` is given the runtime's SageMaker client, templates and teams (``settings``),
+the ledger (listing), the records, the list token's signer, the clock, and the flows it calls:
+the job views, the capacity chains (a pending attempt started, a chain stopped between two
+attempts), the queue flow (a queue-mode job's refresh, stop and place) and the care flow (a
+stale claim resolved, owed end effects done).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ftl_trigger.backend_queue import is_queued_job
+from ftl_trigger.care_flow import CareFlow
+from ftl_trigger.chain_flow import ChainFlow
+from ftl_trigger.identity import Caller
+from ftl_trigger.paging import Signer
+from ftl_trigger.queue_flow import QueueFlow
+from ftl_trigger.queue_look import QueueSpot
+from ftl_trigger.records import Clock, Records, ledger_call
+from ftl_trigger.remote import describe_training_job, map_aws_error
+from ftl_trigger.views import JobViews
+from jobmodel import TERMINAL_STATUSES, NotFound, TemplateSpec, ValidationError
+from jobmodel import attempts as A
+from jobmodel import effects as E
+from jobmodel.claims import CLAIM_BOUND_S
+from jobmodel.contract import Status
+from jobmodel.errors import Conflict
+from jobmodel.job import Change
+from jobmodel.names import JOB_INDEX, TEAM_INDEX
+from jobmodel.queries import validate_list
+from jobmodel.teams import TeamsConfig
+from jobmodel.training_state import from_training_job
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ftl_ledger.ledger import Ledger
+
+
+class JobSettings(Protocol):
+    """What describe, stop and list read of the runtime."""
+
+    sagemaker: Any
+    catalog: Mapping[str, TemplateSpec]
+    teams: TeamsConfig
+
+
+class JobFlow:
+    def __init__(
+        self,
+        *,
+        settings: JobSettings,
+        ledger: Ledger,
+        records: Records,
+        signer: Signer,
+        clock: Clock,
+        views: JobViews,
+        chains: ChainFlow,
+        queue: QueueFlow,
+        care: CareFlow,
+    ) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.records = records
+        self.signer = signer
+        self.clock = clock
+        self.views = views
+        self.chains = chains
+        self.queue = queue
+        self.care = care
+
+    # -------------------------------------------------------------- describe
+    def describe(self, name: str, caller: Caller) -> dict[str, Any]:
+        job, position = self.fresh(name, caller)
+        return self.views.view(job, detail=True, position=position)
+
+    def fresh(
+        self, name: str, caller: Caller, *, advance: bool = True
+    ) -> tuple[dict[str, Any], QueueSpot | None]:
+        """The caller's job brought up to date from AWS, and its queue position (queue mode,
+        while Batch reports one). ``advance``: start a capacity chain's pending attempt (a
+        stop does not: it stops the job between the two attempts)."""
+        job = self.records.get(name)
+        if job is None or not caller.sees(job):
+            # Another team's job reads exactly like a job that does not exist.
+            raise NotFound(f"no job named {name} was started by this platform", field="job_name")
+        job = self.care.look_after(job)  # a stale claim resolved, owed end effects done
+        if advance and job.get("chain_pending") and job["status"] not in TERMINAL_STATUSES:
+            job = self.chains.advance_pending(job)  # a chain's next attempt not started yet
+        if job["status"] in TERMINAL_STATUSES or job["status"] == Status.SUBMITTING:
+            return job, None
+        if is_queued_job(job):
+            job, position = self.queue.refresh_queued(job)
+            if advance and job.get("chain_pending"):  # it ended for want of capacity
+                return self.chains.advance_pending(job), None
+            return job, position
+        described = describe_training_job(self.settings.sagemaker, A.current_training_job(job))
+        if described is not None:
+            update = from_training_job(described)
+            job = self.records.write(job, lambda current: A.change_for(current, update))
+            if advance and job.get("chain_pending"):
+                job = self.chains.advance_pending(job)
+        return job, None
+
+    # ------------------------------------------------------------------ stop
+    def stop(self, name: str, caller: Caller) -> dict[str, Any]:
+        job, position = self.fresh(name, caller, advance=False)
+        view = self.views.view
+        if job["status"] in TERMINAL_STATUSES or job["status"] == Status.STOPPING:
+            return view(job, detail=True, position=position)
+        if job["status"] == Status.SUBMITTING:
+            # Its start may still be in flight; a claim that never started is ended as
+            # FailedToStart at the bound (jobmodel.claims), so this answer does not last.
+            raise Conflict(
+                f"job {name} is still starting; retry the stop in a few seconds (a job whose "
+                f"start never happened ends as FailedToStart {int(CLAIM_BOUND_S)} seconds "
+                "after its submit)",
+                field="job_name",
+            )
+        if A.chained(job):
+            stopped = self.chains.stop_chained(job)
+            if stopped is not None:  # between two attempts: nothing runs, the job stopped
+                return view(stopped, detail=True)
+        if is_queued_job(job):
+            return view(self.queue.stop_queued(job, caller), detail=True)
+        try:
+            self.settings.sagemaker.stop_training_job(TrainingJobName=A.current_training_job(job))
+        except (ClientError, BotoCoreError) as exc:
+            raise map_aws_error(exc, "StopTrainingJob") from None
+        # By the order rules: the job may have ended (and its end been recorded and published
+        # by another writer) while the stop call was in flight; Stopping never replaces it.
+        stopping = Change.launcher(Status.STOPPING, self.clock.ms())
+        return view(self.records.write(job, stopping), detail=True)
+
+    # ------------------------------------------------------------------ list
+    def list_jobs(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
+        query = validate_list(
+            params,
+            catalog=self.settings.catalog,
+            teams=self.settings.teams,
+            own_team=caller.team_name if caller.teams_mode and not caller.admin else None,
+            admin=caller.admin,
+        )
+        team, next_token = query.team, query.next_token
+        # The listing a token continues: the index and, on the team index, which team's jobs
+        # (an admin's token for one team's list does not page another team's).
+        index, start = f"{TEAM_INDEX}:{team}" if team else JOB_INDEX, None
+        if next_token is not None:
+            token_index, start = ledger_call(self.signer.verify, caller.scope, next_token)
+            if token_index != index:
+                raise ValidationError("next_token", "next_token belongs to another listing")
+        items, last = ledger_call(
+            self.ledger.list_jobs,
+            template=query.template,
+            status=query.status,
+            limit=query.limit,
+            start=start,
+            team=team,
+        )
+        token = ledger_call(self.signer.sign, caller.scope, index, last) if last else None
+        # A stale claim on the page is looked for, and owed end effects done (a failed look
+        # leaves the job as listed).
+        items = [self.care.look_after_quietly(i) if _needs_look(i) else i for i in items]
+        positions = self.queue.positions(items)
+        result: dict[str, Any] = {
+            "jobs": [
+                self.views.view(
+                    i,
+                    detail=True,
+                    secondary=False,
+                    position=positions.get(i.get("batch_job_arn") or ""),
+                )
+                for i in items
+            ]
+        }
+        if token:
+            result["next_token"] = token
+        return result
+
+
+def _needs_look(job: Mapping[str, Any]) -> bool:
+    """A listed job a look may change: a claim past the grace, or owed end effects."""
+    if job.get("status") == Status.SUBMITTING:
+        return bool(job.get("created_at"))
+    return bool(E.owed(job))
