@@ -135,12 +135,13 @@ class CliFlag:
 @dataclass(frozen=True, kw_only=True)
 class SubmitField:
     """One submit field (``submit_fields``' docstring). ``form``: whether ``to_dict`` (the
-    request the ledger records) holds it: ``always``, ``when set`` (left out when None, so the
-    forms and fingerprints recorded before the field existed are unchanged: new fields use
-    this) or ``never``. ``fingerprint``: whether, when in the form, it is part of the
-    request's identity. ``http``: whether an HTTP body may carry it. ``schema``: more JSON
-    Schema keywords than the type. ``attribute``: the ``SubmitRequest`` attribute when not
-    ``name``; ``kept=False``: checked only."""
+    request the ledger records) holds it: ``always``, ``when set`` (left out while its value is
+    ``omit``, None unless said, so the forms and fingerprints recorded before the field
+    existed are unchanged: new fields use this; one whose reader applies a fixed default sets
+    ``omit`` to that default) or ``never``. ``fingerprint``: whether, when in the form, it is
+    part of the request's identity. ``http``: whether an HTTP body may carry it. ``schema``:
+    more JSON Schema keywords than the type. ``attribute``: the ``SubmitRequest`` attribute
+    when not ``name``; ``kept=False``: checked only."""
 
     name: str
     json_type: str
@@ -151,6 +152,7 @@ class SubmitField:
     attribute: str | None = None
     kept: bool = True
     form: str = "when set"
+    omit: Any = None
     fingerprint: bool = True
     http: bool = True
     schema: Mapping[str, Any] = field(default_factory=dict)

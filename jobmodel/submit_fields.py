@@ -295,12 +295,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _set(value: Any, omit: Any) -> bool:
+    """Whether ``value`` is not the row's ``omit`` (``1`` is not ``True`` here)."""
+    return value is not omit and not (type(value) is type(omit) and value == omit)
+
+
 def form(request: object) -> dict[str, Any]:
     """A request's plain JSON-able form: the rows whose ``form`` keeps them (by attribute)."""
     body: dict[str, Any] = {}
     for row in FIELDS:
         value = getattr(request, row.attr, None) if row.kept else None
-        if row.form == "always" or (row.form == "when set" and value is not None):
+        if row.form == "always" or (row.form == "when set" and _set(value, row.omit)):
             body[row.attr] = _plain(value)
     return body
 
