@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 from ftl_client.client import DEFAULT_STACK, TRANSPORTS
 from jobmodel.contract import JOB_STATUSES
+from jobmodel.submit_fields import FIELDS
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -181,66 +182,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# How ``ftl`` reads each kind of ``CliFlag.value`` (jobmodel.submit_fields).
+_FLAG_VALUES: dict[str, dict[str, Any]] = {
+    "text": {},
+    "int": {"type": int},
+    "duration": {"type": seconds},
+    "pairs": {"type": assignment, "action": "append", "default": []},
+    "json-pairs": {"type": hyperparameter, "action": "append", "default": []},
+    "list": {"action": "append", "default": []},
+    "bool": {"action": argparse.BooleanOptionalAction, "default": None},
+    "switch": {"action": "store_true"},
+}
+
+
 def _add_submit(submit: argparse.ArgumentParser) -> None:
-    submit.add_argument("template", help="template name (see `ftl templates`)")
-    submit.add_argument(
-        "--set",
-        dest="hyperparameters",
-        metavar="KEY=VALUE",
-        type=hyperparameter,
-        action="append",
-        default=[],
-        help="override a hyperparameter; the value is JSON when it parses (3e-5, true, 8), "
-        "else a string; repeatable",
-    )
-    submit.add_argument("--instances", metavar="N", type=int, help="instance count")
-    submit.add_argument("--instance-type", metavar="TYPE", help="e.g. ml.p4d.24xlarge")
-    submit.add_argument(
-        "--spot",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="managed spot training (default: the template's setting)",
-    )
-    submit.add_argument("--max-runtime", metavar="SECONDS", type=seconds, help="e.g. 36000, 10h")
-    submit.add_argument("--max-wait", metavar="SECONDS", type=seconds, help="spot only, e.g. 20h")
-    submit.add_argument(
-        "--input",
-        dest="inputs",
-        metavar="CHANNEL=S3URI",
-        type=assignment,
-        action="append",
-        default=[],
-        help="input channel, e.g. train=s3://bucket/prefix/; repeatable",
-    )
-    submit.add_argument(
-        "--tag",
-        dest="tags",
-        metavar="KEY=VALUE",
-        type=assignment,
-        action="append",
-        default=[],
-        help="tag the job; repeatable",
-    )
-    submit.add_argument("--name", metavar="PREFIX", help="job name prefix")
-    submit.add_argument(
-        "--token", metavar="TOKEN", help="idempotency key (the same token never starts two jobs)"
-    )
-    submit.add_argument("--priority", metavar="N", type=int, help="queue mode only, e.g. 80")
-    submit.add_argument(
-        "--capacity",
-        metavar="STEP",
-        action="append",
-        default=[],
-        help="a step of the template's capacity chain to use (spot, on-demand, training-plan); "
-        "repeatable; default: the whole chain",
-    )
+    """One flag per submit field that has one (``submit_fields.FIELDS``, in its order)."""
+    for row in FIELDS:
+        cli = row.cli
+        if cli is None:
+            continue
+        kwargs = dict(_FLAG_VALUES[cli.value], help=cli.help)
+        if cli.metavar is not None:
+            kwargs["metavar"] = cli.metavar
+        if cli.dest is not None:
+            kwargs["dest"] = cli.dest
+        submit.add_argument(cli.flag, **kwargs)
     submit.add_argument("--wait", action="store_true", help="watch the job until it ends")
-    submit.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="run every check and print the estimate; start nothing",
-    )
     _poll(submit)
+
+
+def submit_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The submit fields ``ftl submit``'s flags set (None: not set), template left out."""
+    fields: dict[str, Any] = {}
+    for row in FIELDS:
+        cli = row.cli
+        if cli is None or row.name == "template":
+            continue
+        value = getattr(args, cli.dest or cli.flag.lstrip("-").replace("-", "_"))
+        if cli.value in ("pairs", "json-pairs"):
+            value = dict(value) or None
+        elif cli.value == "list":
+            value = list(value) or None
+        elif cli.value == "switch":
+            value = True if value else None
+        fields[row.name] = value
+    return fields
 
 
 def _poll(parser: argparse.ArgumentParser, default: float = 15.0) -> None:

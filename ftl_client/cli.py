@@ -23,6 +23,7 @@ from ftl_client.args import (
     build_parser,
     parse_value,
     seconds,
+    submit_request,
 )
 from ftl_client.client import LauncherClient, LauncherError, Progress
 from jobmodel.contract import TERMINAL_STATUSES
@@ -81,22 +82,7 @@ class Cli:
 
     def cmd_submit(self) -> int:
         a = self.args
-        job = self.client.submit(
-            a.template,
-            job_name=a.name,
-            hyperparameters=dict(a.hyperparameters) or None,
-            instance_type=a.instance_type,
-            instance_count=a.instances,
-            spot=a.spot,
-            max_runtime_seconds=a.max_runtime,
-            max_wait_seconds=a.max_wait,
-            inputs=dict(a.inputs) or None,
-            tags=dict(a.tags) or None,
-            client_token=a.token,
-            dry_run=True if a.dry_run else None,
-            priority=a.priority,
-            capacity=list(a.capacity) or None,
-        )
+        job = self.client.submit(a.template, **submit_request(a))
         if a.dry_run:
             self.emit(job, display.dry_run(job))
             return EXIT_OK

@@ -4,7 +4,7 @@ its launch rules.
 Standard library only. The renderer (``render._hyperparameters``), the hyperparameter rules
 (``hyperparameters.DISTRIBUTION_KEYS``: the reserved keys a template may not set and the
 count in its length check), template validation (``distribution.check_distribution``) and
-request validation (``request_parts.instances``) all read :data:`KINDS`, so a new kind is one
+request validation (``request_parts.instance_count``) all read :data:`KINDS`, so a new kind is one
 new row here (and a test ties each row's rendered keys to its declared ``keys``).
 """
 

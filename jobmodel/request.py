@@ -16,33 +16,16 @@ from typing import Any
 
 from . import _rules as R
 from . import request_parts as P
+from . import submit_fields as SF
 from .errors import ValidationError
 from .platform import PlatformConfig
+from .submit_fields import SUBMIT_FIELDS
 from .teams import Team
 from .templates import TemplateSpec
 
 __all__ = ["SUBMIT_FIELDS", "SubmitRequest", "validate_job_name", "validate_submit"]
 
-SUBMIT_FIELDS: frozenset[str] = frozenset(
-    {
-        "action",
-        "template",
-        "job_name",
-        "hyperparameters",
-        "instance_type",
-        "instance_count",
-        "spot",
-        "max_runtime_seconds",
-        "max_wait_seconds",
-        "inputs",
-        "tags",
-        "client_token",
-        "dry_run",
-        "priority",
-        "capacity",
-    }
-)
-MAX_JOB_NAME_PREFIX = 128
+MAX_JOB_NAME_PREFIX = SF.MAX_JOB_NAME_PREFIX
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +37,9 @@ class SubmitRequest:
     ``tags`` the caller's tags only; ``max_wait_seconds`` is None for on-demand jobs;
     ``priority`` is the Batch scheduling priority in queue mode (the template's default
     applied) and None in direct mode.
+
+    One attribute per kept row of ``submit_fields.FIELDS`` (its ``attr``; a test holds the
+    two equal): the rows say how each is read, shown and fingerprinted.
     """
 
     template: str
@@ -72,44 +58,29 @@ class SubmitRequest:
     capacity: tuple[str, ...] | None = None  # the chain steps chosen (None: the whole chain)
 
     def __post_init__(self) -> None:
-        for name in ("hyperparameters", "inputs", "tags"):
-            value = getattr(self, name)
-            if not isinstance(value, MappingProxyType):
-                object.__setattr__(self, name, MappingProxyType(dict(value)))
+        for row in SF.FIELDS:
+            value = getattr(self, row.attr, None) if row.kept else None
+            if row.json_type == "object" and isinstance(value, Mapping):
+                if not isinstance(value, MappingProxyType):
+                    object.__setattr__(self, row.attr, MappingProxyType(dict(value)))
 
     def __hash__(self) -> int:
         return hash(self.fingerprint())
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form, ``client_token`` included; ``priority`` only when set (so
-        a direct-mode request's form and fingerprint are what they were before queue mode)."""
-        body = {
-            "template": self.template,
-            "job_name_prefix": self.job_name_prefix,
-            "hyperparameters": dict(self.hyperparameters),
-            "instance_type": self.instance_type,
-            "instance_count": self.instance_count,
-            "spot": self.spot,
-            "max_runtime_seconds": self.max_runtime_seconds,
-            "max_wait_seconds": self.max_wait_seconds,
-            "inputs": dict(self.inputs),
-            "tags": dict(self.tags),
-            "client_token": self.client_token,
-        }
-        if self.priority is not None:
-            body["priority"] = self.priority
-        if self.capacity is not None:
-            body["capacity"] = list(self.capacity)
-        return body
+        """Plain JSON-able form, ``client_token`` included; the fields added after the first
+        release (``priority``, ``capacity``) only when set, so an older request's form and
+        fingerprint are what they were (``submit_fields.form``)."""
+        return SF.form(self)
 
     def fingerprint(self) -> str:
         """sha256 hex of the normalised request (defaults applied, sorted keys).
 
-        Leaves out ``client_token`` (and ``action``): two submits with the same token
-        are the same request exactly when their fingerprints match.
+        Covers the rows of ``submit_fields.FIELDS`` that are part of the request's identity:
+        it leaves out ``client_token`` (and ``action``, ``dry_run``): two submits with the same
+        token are the same request exactly when their fingerprints match.
         """
-        body = self.to_dict()
-        del body["client_token"]
+        body = SF.identity(self)
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
         return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
@@ -143,35 +114,16 @@ def validate_submit(
     field, ``a.b`` for nested keys) or ``NotFound`` (unknown template, field ``template``).
     ``scheduler`` is the platform's ``ftl:scheduler``: ``priority`` is accepted only when it
     is ``queue`` (``jobmodel.scheduler``); ``queue_capacity`` its queue's capacity in
-    instances: a job needing more could never start. One function per part of the request
-    (``jobmodel.request_parts``), checked in this order.
+    instances: a job needing more could never start. The fields are read and checked in the
+    order of their rows in ``jobmodel.submit_fields.FIELDS``.
     """
     P.check_fields(payload, SUBMIT_FIELDS)
-    spec = P.template(payload, catalog)
-    prefix = P.job_name_prefix(payload, spec, MAX_JOB_NAME_PREFIX)
-    overrides = P.hyperparameters(payload, spec)
-    instance_type, count = P.instances(payload, spec)
-    P.fits_queue(count, queue_capacity if scheduler == "queue" else None)
-    spot, runtime, max_wait = P.spot_and_stopping(payload, spec)
-    inputs = P.inputs(payload, spec, platform, team)
-    queued = scheduler == "queue"
-    tags = P.tags(payload, spec, platform, team, queued=queued)
-    priority = P.priority(payload, spec, queued=queued)
-    token, dry_run = P.flags(payload)
-    chosen = P.capacity(payload, spec)
-    return SubmitRequest(
-        template=spec.name,
-        job_name_prefix=prefix,
-        hyperparameters=overrides,
-        instance_type=instance_type,
-        instance_count=count,
-        spot=spot,
-        max_runtime_seconds=runtime,
-        max_wait_seconds=max_wait if spot else None,
-        inputs=inputs,
-        tags=tags,
-        client_token=token,
-        dry_run=dry_run,
-        priority=priority,
-        capacity=chosen,
+    reading = SF.Reading(
+        payload=payload,
+        catalog=catalog,
+        platform=platform,
+        team=team,
+        queued=scheduler == "queue",
+        queue_capacity=queue_capacity,
     )
+    return SubmitRequest(**SF.read_all(reading))

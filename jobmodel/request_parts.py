@@ -1,6 +1,7 @@
-"""The parts of a submit request, one function each, in the order ``validate_submit`` checks
-them; each returns the part with the template's defaults applied or raises the contract's
-error naming the field.
+"""The readers of the submit fields that need more than a generic rule: one function per
+field, named by its row in ``jobmodel.submit_fields.FIELDS`` (which also says the order they
+run in). Each returns the field's value with the template's defaults applied or raises the
+contract's error naming the field.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .templates import TemplateSpec, check_override
 
 
 def check_fields(payload: Any, allowed: frozenset[str]) -> None:
-    """A JSON object of known fields; ``action``, when given, is ``submit``."""
+    """A JSON object of known fields."""
     if not isinstance(payload, Mapping):
         raise ValidationError(
             "body", f"the request must be a JSON object, got {_json_type(payload)}"
@@ -32,10 +33,14 @@ def check_fields(payload: Any, allowed: frozenset[str]) -> None:
         raise ValidationError(
             first, f"unknown field {first!r}; allowed fields: {', '.join(sorted(allowed))}"
         )
-    action = payload.get("action")
-    if action is not None and action != "submit":
+
+
+def action(payload: Mapping[str, Any]) -> None:
+    """``action``, when given, is ``submit``."""
+    value = payload.get("action")
+    if value is not None and value != "submit":
         raise ValidationError(
-            "action", f"action must be 'submit' for a submit request, got {R.show(action)}"
+            "action", f"action must be 'submit' for a submit request, got {R.show(value)}"
         )
 
 
@@ -115,24 +120,28 @@ def fits_queue(count: int, capacity: int | None) -> None:
         )
 
 
-def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]:
-    """``instance_type`` and ``instance_count``: allowed by the template and the instance
-    (smddp support, EFA for multi-node)."""
-    instance_type = F.opt(payload, "instance_type")
-    if instance_type is None:
-        instance_type = spec.default_instance_type
-    elif type(instance_type) is not str:
+def instance_type(payload: Mapping[str, Any], spec: TemplateSpec) -> str:
+    """``instance_type``: one the template allows; the template's default when absent."""
+    value = F.opt(payload, "instance_type")
+    if value is None:
+        return spec.default_instance_type
+    if type(value) is not str:
         raise ValidationError(
-            "instance_type", f"instance_type must be a string, got {_json_type(instance_type)}"
+            "instance_type", f"instance_type must be a string, got {_json_type(value)}"
         )
-    elif instance_type not in spec.instance_types:
+    if value not in spec.instance_types:
         raise ValidationError(
             "instance_type",
             f"instance_type must be one of {', '.join(spec.instance_types)} for template "
             f"{spec.name}, "
-            f"got {R.show(instance_type)}",
+            f"got {R.show(value)}",
         )
+    return value
 
+
+def instance_count(payload: Mapping[str, Any], spec: TemplateSpec, instance_type: str) -> int:
+    """``instance_count``, and what it asks of ``instance_type`` (already read): smddp
+    support, EFA for multi-node."""
     count = F.bounded_int(
         payload, "instance_count", spec.default_instance_count, spec.max_instance_count, spec.name
     )
@@ -160,54 +169,50 @@ def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]
             f"instance_type {instance_type} has no EFA; multi-node jobs (instance_count {count}) "
             "need EFA",
         )
-    return instance_type, count
+    return count
 
 
-def spot_and_stopping(
-    payload: Mapping[str, Any], spec: TemplateSpec
-) -> tuple[bool, int, int | None]:
-    """``spot``, ``max_runtime_seconds`` and ``max_wait_seconds`` (spot only)."""
-    spot = F.opt(payload, "spot")
-    if spot is None:
-        spot = spec.spot
-    elif type(spot) is not bool:
-        raise ValidationError("spot", f"spot must be true or false, got {_json_type(spot)}")
-    if spot and not spec.checkpoint:
+def instances(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, int]:
+    """``instance_type`` and ``instance_count`` together (``queue_eta`` tries options)."""
+    chosen = instance_type(payload, spec)
+    return chosen, instance_count(payload, spec, chosen)
+
+
+def spot(payload: Mapping[str, Any], spec: TemplateSpec) -> bool:
+    """``spot``: the template's setting when absent; needs a checkpointing template."""
+    value = F.boolean(payload, "spot", spec.spot)
+    if value and not spec.checkpoint:
         raise ValidationError(
             "spot", f"spot needs checkpointing, which template {spec.name} turns off"
         )
+    return value
 
-    runtime = F.bounded_int(
-        payload,
-        "max_runtime_seconds",
-        spec.default_runtime_seconds,
-        spec.max_runtime_seconds,
-        spec.name,
-    )
 
+def max_wait(
+    payload: Mapping[str, Any], spec: TemplateSpec, *, spot: bool, runtime: int
+) -> int | None:
+    """``max_wait_seconds``: spot jobs only (None otherwise), from ``runtime`` to the
+    template's limit; the limit when absent."""
     wait_limit = max(spec.max_wait_seconds, runtime)
-    max_wait = F.opt(payload, "max_wait_seconds")
-    if max_wait is not None:
-        if not spot:
-            raise ValidationError(
-                "max_wait_seconds", "max_wait_seconds applies to spot jobs only (spot is false)"
-            )
-        F.require_int("max_wait_seconds", max_wait)
-        if max_wait < runtime:
-            raise ValidationError(
-                "max_wait_seconds",
-                f"max_wait_seconds must be at least max_runtime_seconds ({runtime}), got "
-                f"{max_wait}",
-            )
-        if max_wait > wait_limit:
-            raise ValidationError(
-                "max_wait_seconds",
-                f"max_wait_seconds must be at most {wait_limit} for template {spec.name}, got "
-                f"{max_wait}",
-            )
-    elif spot:
-        max_wait = wait_limit
-    return spot, runtime, max_wait
+    value = F.opt(payload, "max_wait_seconds")
+    if value is None:
+        return wait_limit if spot else None
+    if not spot:
+        raise ValidationError(
+            "max_wait_seconds", "max_wait_seconds applies to spot jobs only (spot is false)"
+        )
+    F.require_int("max_wait_seconds", value)
+    if value < runtime:
+        raise ValidationError(
+            "max_wait_seconds",
+            f"max_wait_seconds must be at least max_runtime_seconds ({runtime}), got {value}",
+        )
+    if value > wait_limit:
+        raise ValidationError(
+            "max_wait_seconds",
+            f"max_wait_seconds must be at most {wait_limit} for template {spec.name}, got {value}",
+        )
+    return int(value)
 
 
 def inputs(
@@ -355,23 +360,6 @@ def capacity(payload: Mapping[str, Any], spec: TemplateSpec) -> tuple[str, ...] 
     if len(set(value)) != len(value):
         raise ValidationError("capacity", "capacity must not repeat a step")
     return tuple(k for k in chain if k in value)
-
-
-def flags(payload: Mapping[str, Any]) -> tuple[str | None, bool]:
-    """``client_token`` and ``dry_run``."""
-    token = F.opt(payload, "client_token")
-    if token is not None and (type(token) is not str or R.CLIENT_TOKEN_RE.fullmatch(token) is None):
-        raise ValidationError(
-            "client_token",
-            f"client_token must be 1 to 64 characters of [A-Za-z0-9._:-], got {R.show(token)}",
-        )
-
-    dry_run = F.opt(payload, "dry_run")
-    if dry_run is not None and type(dry_run) is not bool:
-        raise ValidationError(
-            "dry_run", f"dry_run must be true or false, got {_json_type(dry_run)}"
-        )
-    return token, bool(dry_run)
 
 
 def _check_team_input(

@@ -123,7 +123,8 @@ def _api_submit_fields() -> set[str]:
     from pathlib import Path
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text()
-    table = text.split("| field | required | rule |", 1)[1].split("\n\n", 1)[0]
+    table = text.split("| field | type | required | `ftl submit` | rule |", 1)[1]
+    table = table.split("\n\n", 1)[0]
     fields = set()
     for line in table.splitlines():
         if line.startswith("| `"):
@@ -131,27 +132,47 @@ def _api_submit_fields() -> set[str]:
     return fields
 
 
+# A value ``ftl submit`` takes for each kind of flag (jobmodel.submit_fields.CliFlag.value),
+# and the JSON type it must reach the launcher as.
+SAMPLES = {
+    "text": (["run-1"], str),
+    "int": (["2"], int),
+    "duration": (["1h"], int),
+    "pairs": (["k=v"], dict),
+    "json-pairs": (["lr=1"], dict),
+    "list": (["on-demand"], list),
+    "bool": ([], bool),
+    "switch": ([], bool),
+}
+
+
 def test_every_submit_field_of_the_api_has_a_client_flag():
-    """Every submit flag set at once reaches LauncherClient.submit; together with the
-    template they name every field of docs/API.md's submit table, so a field added to the
-    contract without a flag fails here."""
+    """Every submit flag set at once reaches LauncherClient.submit with a value of its field's
+    type; together with the template they name every field of docs/API.md's submit table
+    (``action`` is the door's), so a documented field without a flag fails here."""
     from ftl_client.cli import Cli
+    from jobmodel.submit_fields import FIELDS
 
     class Recorder:
         def submit(self, template, **fields):
             self.fields = {"template": template, **{k: v for k, v in fields.items() if v}}
             return {"job_name": "j-1", "status": "DryRun"}
 
-    argv = ["submit", "distilbert-spot", "--name", "run", "--set", "lr=1", "--instances", "2"]
-    argv += ["--instance-type", "ml.g5.xlarge", "--spot", "--max-runtime", "1h"]
-    argv += ["--max-wait", "2h", "--input", "train=s3://b/p/", "--tag", "k=v", "--token", "t"]
-    argv += ["--dry-run", "--priority", "80", "--capacity", "on-demand", "--json"]
+    argv = ["submit", "distilbert-spot", "--json"]
+    for row in FIELDS:
+        if row.cli is not None and row.cli.flag.startswith("--"):
+            argv += [row.cli.flag, *SAMPLES[row.cli.value][0]]
     recorder = Recorder()
     import io
 
     Cli(build_parser().parse_args(argv), io.StringIO(), io.StringIO(), client=recorder).run()
     fields = _api_submit_fields()
     assert len(fields) >= 13  # the table was found
-    assert set(recorder.fields) == fields
-    assert recorder.fields["priority"] == 80
+    assert set(recorder.fields) == fields - {"action"}  # the door's, not a field to set
+    for row in FIELDS:
+        if row.cli is not None and row.cli.flag.startswith("--"):
+            assert type(recorder.fields[row.name]) is SAMPLES[row.cli.value][1], row.name
+    assert recorder.fields["instance_count"] == 2 and recorder.fields["dry_run"] is True
+    assert recorder.fields["max_runtime_seconds"] == 3600
+    assert recorder.fields["hyperparameters"] == {"lr": 1}
     assert recorder.fields["capacity"] == ["on-demand"]
