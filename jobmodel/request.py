@@ -20,6 +20,8 @@ from .errors import ValidationError
 from .platform import PlatformConfig
 from .teams import Team
 from .templates import TemplateSpec
+from .tracking import TrackingConfig
+from .tracking_job import submit_tracking
 
 __all__ = ["SUBMIT_FIELDS", "SubmitRequest", "validate_job_name", "validate_submit"]
 
@@ -40,6 +42,7 @@ SUBMIT_FIELDS: frozenset[str] = frozenset(
         "dry_run",
         "priority",
         "capacity",
+        "tracking",
     }
 )
 MAX_JOB_NAME_PREFIX = 128
@@ -70,6 +73,8 @@ class SubmitRequest:
     dry_run: bool = False  # not part of the request's identity (fingerprint)
     priority: int | None = None
     capacity: tuple[str, ...] | None = None  # the chain steps chosen (None: the whole chain)
+    # The caller's ``tracking`` (None: the template's or platform's default; jobmodel.tracking).
+    tracking: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("hyperparameters", "inputs", "tags"):
@@ -100,6 +105,8 @@ class SubmitRequest:
             body["priority"] = self.priority
         if self.capacity is not None:
             body["capacity"] = list(self.capacity)
+        if self.tracking is not None:
+            body["tracking"] = self.tracking
         return body
 
     def fingerprint(self) -> str:
@@ -134,6 +141,7 @@ def validate_submit(
     team: Team | None = None,
     scheduler: str = "direct",
     queue_capacity: int | None = None,
+    tracking: TrackingConfig | None = None,
 ) -> SubmitRequest:
     """Check a submit request against ``catalog`` and ``platform``; apply the defaults.
 
@@ -143,7 +151,8 @@ def validate_submit(
     field, ``a.b`` for nested keys) or ``NotFound`` (unknown template, field ``template``).
     ``scheduler`` is the platform's ``ftl:scheduler``: ``priority`` is accepted only when it
     is ``queue`` (``jobmodel.scheduler``); ``queue_capacity`` its queue's capacity in
-    instances: a job needing more could never start. One function per part of the request
+    instances: a job needing more could never start. ``tracking`` is the platform's MLflow
+    configuration (``jobmodel.tracking``; None: none). One function per part of the request
     (``jobmodel.request_parts``), checked in this order.
     """
     P.check_fields(payload, SUBMIT_FIELDS)
@@ -159,6 +168,7 @@ def validate_submit(
     priority = P.priority(payload, spec, queued=queued)
     token, dry_run = P.flags(payload)
     chosen = P.capacity(payload, spec)
+    track = submit_tracking(payload, spec, tracking or TrackingConfig(), team)
     return SubmitRequest(
         template=spec.name,
         job_name_prefix=prefix,
@@ -174,4 +184,5 @@ def validate_submit(
         dry_run=dry_run,
         priority=priority,
         capacity=chosen,
+        tracking=track,
     )

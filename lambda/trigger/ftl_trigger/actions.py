@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -44,6 +45,7 @@ from jobmodel.job import Change, ChangeFor
 from jobmodel.names import JOB_INDEX, TEAM_INDEX
 from jobmodel.pricing import cost_usd
 from jobmodel.queries import DESCRIBE_FIELDS, only_fields, validate_job_action, validate_list
+from jobmodel.tracking_job import run_view
 from jobmodel.training_state import from_training_job
 
 LOG = logging.getLogger("ftl.trigger")
@@ -275,6 +277,9 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate, CareFlow):
             for key in DESCRIBE_FIELDS:
                 if job.get(key) is not None:
                     view[key] = job[key]
+            tracking = run_view(json.loads(job.get("rendered") or "{}").get("Environment", {}))
+            if tracking is not None:  # the MLflow run it logs to (issue 27)
+                view["tracking"] = tracking
         if job.get(RECORD_PENDING):  # started, and the ledger not written yet
             view[RECORD_PENDING] = True
         self._queue_fields(job, view, detail=detail, position=position)

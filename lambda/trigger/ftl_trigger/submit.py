@@ -118,9 +118,9 @@ class SubmitFlow:
             team=team,
             scheduler=self.rt.scheduler.scheduler,
             queue_capacity=self.rt.scheduler.capacity_instances,
+            tracking=self.rt.tracking,
         )
-        fingerprint = req.fingerprint()
-        team_name = caller.team_name
+        fingerprint, team_name = req.fingerprint(), caller.team_name
         if req.client_token is not None and not req.dry_run:
             existing = self._ledger_call(self.ledger.get_token, req.client_token, team_name)
             if existing is not None:
@@ -241,6 +241,7 @@ class SubmitFlow:
             team=team,
             role_arn=self.rt.team_roles.get(team) if team else None,
         )
+        self.rt.track(rendered, req, team, estimate)  # issue 27: the MLflow environment
         created_at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         job = {
             "job_name": name,

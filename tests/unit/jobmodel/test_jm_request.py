@@ -458,5 +458,5 @@ def test_submit_fields() -> None:
     assert jm.SUBMIT_FIELDS == {
         "action", "template", "job_name", "hyperparameters", "instance_type", "instance_count",
         "spot", "max_runtime_seconds", "max_wait_seconds", "inputs", "tags", "client_token",
-        "dry_run", "priority", "capacity",
+        "dry_run", "priority", "capacity", "tracking",
     }  # fmt: skip
