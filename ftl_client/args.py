@@ -234,6 +234,12 @@ def _add_submit(submit: argparse.ArgumentParser) -> None:
         help="a step of the template's capacity chain to use (spot, on-demand, training-plan); "
         "repeatable; default: the whole chain",
     )
+    submit.add_argument(
+        "--tracking",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="log the job to its MLflow run (default: the template's, else the platform's)",
+    )
     submit.add_argument("--wait", action="store_true", help="watch the job until it ends")
     submit.add_argument(
         "--dry-run",

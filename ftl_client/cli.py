@@ -96,6 +96,7 @@ class Cli:
             dry_run=True if a.dry_run else None,
             priority=a.priority,
             capacity=list(a.capacity) or None,
+            tracking=a.tracking,
         )
         if a.dry_run:
             self.emit(job, display.dry_run(job))
