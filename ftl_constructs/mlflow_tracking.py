@@ -148,9 +148,14 @@ class MlflowTracking(Construct):
                 ),
                 iam.PolicyStatement(
                     sid="ListArtifactStore",
-                    actions=["s3:ListBucket", "s3:GetBucketLocation"],
+                    actions=["s3:ListBucket"],
                     resources=[bucket.bucket_arn],
                     conditions={"StringLike": {"s3:prefix": [f"{prefix}*"]}},
+                ),
+                iam.PolicyStatement(
+                    sid="LocateArtifactStore",
+                    actions=["s3:GetBucketLocation"],
+                    resources=[bucket.bucket_arn],
                 ),
                 iam.PolicyStatement(
                     sid="ArtifactKey",
