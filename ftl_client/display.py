@@ -237,6 +237,8 @@ def job_detail(job: dict[str, Any]) -> str:
             value = f"{value} ({starts_by(value)})"
         elif key == "sooner":
             value = sooner(value)
+        elif key == "tracking":  # the MLflow run (issue 27)
+            value = "run {run_name} in {experiment_name} on {mlflow_resource_arn}".format(**value)
         elif isinstance(value, bool):
             value = "yes" if value else "no"
         elif isinstance(value, list):

@@ -26,6 +26,7 @@ from ftl_constructs.settings_parts import (
     capacity_setting,
     int_setting,
     lambdas_setting,
+    mlflow_setting,
     network_setting,
     prices_setting,
     queue_setting,
@@ -36,6 +37,7 @@ from ftl_constructs.settings_parts import (
 from jobmodel._rules import is_bucket_name
 from jobmodel.capacity import CapacityConfig
 from jobmodel.teams import TeamsConfig
+from jobmodel.tracking import TrackingConfig
 
 __all__ = [
     "ApiSettings",
@@ -69,6 +71,8 @@ class PlatformSettings:
     queue: QueueSettings = field(default_factory=QueueSettings)
     # Training plans (``ftl:trainingPlans``): reserved capacity the chains' plan step uses.
     capacity: CapacityConfig = field(default_factory=CapacityConfig)
+    # Experiment tracking (``ftl:mlflow``, issue 27): the MLflow servers jobs log to.
+    mlflow: TrackingConfig = field(default_factory=TrackingConfig)
 
     @property
     def input_bucket_names(self) -> tuple[str, ...]:
@@ -130,6 +134,15 @@ class PlatformSettings:
                 extra,
             )
 
+        mlflow = mlflow_setting(v, teams)
+        network = network_setting(v)
+        if mlflow.enabled and network.mode == "new" and network.egress == "none":
+            raise ContextError(
+                "mlflow",
+                "tracked jobs must reach MLflow (and PyPI, for the client): the VPC of "
+                "ftl:network 'new' with ftl:egress 'none' has no route there; set ftl:egress "
+                "to 'nat' or leave ftl:mlflow out",
+            )
         return cls(
             name=name,
             catalog_file=catalog_file,
@@ -139,12 +152,13 @@ class PlatformSettings:
             log_retention_days=retention,
             extra_input_buckets=tuple(extra),
             tags=dict(tags),
-            network=network_setting(v),
+            network=network,
             teams=teams,
             prices=prices_setting(v),
             lambdas=lambdas_setting(v),
             queue=queue_setting(v),
             capacity=capacity_setting(v, teams),
+            mlflow=mlflow,
             api=ApiSettings(
                 throttle_rate=int_setting(v, "apiThrottleRate", 20, 1, 10000),
                 throttle_burst=int_setting(v, "apiThrottleBurst", 40, 1, 5000),
@@ -179,6 +193,7 @@ _KEYS = (
     "queueSharePolicy",
     "queueWaitAlarmMinutes",
     "trainingPlans",
+    "mlflow",
 )
 
 

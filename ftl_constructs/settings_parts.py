@@ -18,6 +18,7 @@ from ftl_constructs.lambda_settings import LambdaSettings, LambdaSettingsError
 from jobmodel.capacity import CapacityConfig, CapacityError
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.teams import TeamsConfig, TeamsError
+from jobmodel.tracking import TrackingConfig, TrackingError
 
 CONTEXT_PREFIX = "ftl:"
 
@@ -191,6 +192,15 @@ def capacity_setting(v: Mapping[str, Any], teams: TeamsConfig) -> CapacityConfig
         return CapacityConfig.parse(structured_setting(v, "trainingPlans"), teams=names)
     except CapacityError as exc:
         raise ContextError(exc.key, exc.rule) from None
+
+
+def mlflow_setting(v: Mapping[str, Any], teams: TeamsConfig) -> TrackingConfig:
+    """``ftl:mlflow``: the MLflow tracking servers jobs log to (``jobmodel.tracking``)."""
+    names = [t.name for t in teams.teams] if teams.enabled else None
+    try:
+        return TrackingConfig.parse(structured_setting(v, "mlflow"), teams=names)
+    except TrackingError as exc:
+        raise ContextError(exc.key, exc.rule, exc.got) from None
 
 
 _MAX_HOURLY_PRICE = 10_000.0

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .platform import PlatformConfig
     from .teams import Team
     from .templates import TemplateSpec
+    from .tracking import TrackingConfig
 
 
 def opt(payload: Mapping[str, Any], key: str) -> Any:
@@ -104,6 +105,7 @@ class Reading:
     team: Team | None
     queued: bool  # the platform's scheduler is ``queue``
     queue_capacity: int | None
+    tracking: TrackingConfig | None = None  # the platform's MLflow servers (jobmodel.tracking)
     template: TemplateSpec | None = None
     values: dict[str, Any] = field(default_factory=dict)
 

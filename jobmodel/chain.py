@@ -21,6 +21,7 @@ from ._shapes import fail
 from .capacity import CHAIN_STEPS, ON_DEMAND, PLAN, SPOT, TrainingPlan
 from .instances import INSTANCE_TYPES, efa_environment
 from .names import JOB_NAME_TAG_KEY
+from .tracking_job import attempt_environment
 
 __all__ = [
     "ATTEMPT_SUFFIX_LEN",
@@ -215,6 +216,7 @@ def render_step(
         stopping["MaxWaitTimeInSeconds"] = runtime_seconds + int(step.wait_seconds or 0)
     out["StoppingCondition"] = stopping
     env = _step_environment(out.get("Environment", {}), types)
+    env = attempt_environment(env, attempt=attempt, instance_types=list(step.instance_types))
     if env:
         out["Environment"] = env
     else:

@@ -162,6 +162,23 @@ def timestamp(moment: datetime) -> str:
 # Capacity sources (``jobmodel.capacity.CapacityConfig``): the platform's training plans.
 ENV_CAPACITY = "FTL_CAPACITY"
 
+# Experiment tracking (``jobmodel.tracking``, issue 27). The trigger's: the platform's MLflow
+# servers and defaults (``TrackingConfig.to_env``). A tracked job's container gets the MLflow
+# client's own variables (the ARN, or an http(s) URI, as the tracking URI; the experiment; the
+# run's name) and the platform's, which the entrypoint (training/ftl_train/tracking.py) logs
+# as the run's tags; ``FTL_TRACKING_ATTEMPT`` and ``FTL_TRACKING_INSTANCE_TYPE`` are rewritten
+# per attempt of a capacity chain (``jobmodel.chain.render_step``).
+ENV_MLFLOW = "FTL_MLFLOW"
+ENV_MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
+ENV_MLFLOW_EXPERIMENT_NAME = "MLFLOW_EXPERIMENT_NAME"
+ENV_MLFLOW_RUN_NAME = "FTL_TRACKING_RUN_NAME"
+ENV_TRACKING_TEMPLATE = "FTL_TRACKING_TEMPLATE"
+ENV_TRACKING_IMAGE = "FTL_TRACKING_IMAGE"
+ENV_TRACKING_INSTANCE_TYPE = "FTL_TRACKING_INSTANCE_TYPE"
+ENV_TRACKING_ATTEMPT = "FTL_TRACKING_ATTEMPT"
+ENV_TRACKING_COST_ESTIMATE = "FTL_TRACKING_COST_ESTIMATE_USD"
+ENV_TRACKING_OUTPUT_S3_URI = "FTL_TRACKING_OUTPUT_S3_URI"
+
 # The platform's version: the one home of the string (pyproject.toml reads it from here); each
 # stack writes it as its ``PlatformVersion`` output, which ``ftl doctor`` compares.
 PLATFORM_VERSION = "0.1.0"

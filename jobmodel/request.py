@@ -22,6 +22,7 @@ from .platform import PlatformConfig
 from .submit_fields import SUBMIT_FIELDS
 from .teams import Team
 from .templates import TemplateSpec
+from .tracking import TrackingConfig
 
 __all__ = ["SUBMIT_FIELDS", "SubmitRequest", "validate_job_name", "validate_submit"]
 
@@ -56,6 +57,8 @@ class SubmitRequest:
     dry_run: bool = False  # not part of the request's identity (fingerprint)
     priority: int | None = None
     capacity: tuple[str, ...] | None = None  # the chain steps chosen (None: the whole chain)
+    # The caller's ``tracking`` (None: the template's or platform's default; jobmodel.tracking).
+    tracking: bool | None = None
 
     def __post_init__(self) -> None:
         for row in SF.FIELDS:
@@ -105,6 +108,7 @@ def validate_submit(
     team: Team | None = None,
     scheduler: str = "direct",
     queue_capacity: int | None = None,
+    tracking: TrackingConfig | None = None,
 ) -> SubmitRequest:
     """Check a submit request against ``catalog`` and ``platform``; apply the defaults.
 
@@ -114,7 +118,8 @@ def validate_submit(
     field, ``a.b`` for nested keys) or ``NotFound`` (unknown template, field ``template``).
     ``scheduler`` is the platform's ``ftl:scheduler``: ``priority`` is accepted only when it
     is ``queue`` (``jobmodel.scheduler``); ``queue_capacity`` its queue's capacity in
-    instances: a job needing more could never start. The fields are read and checked in the
+    instances: a job needing more could never start. ``tracking`` is the platform's MLflow
+    configuration (``jobmodel.tracking``; None: none). The fields are read and checked in the
     order of their rows in ``jobmodel.submit_fields.FIELDS``.
     """
     P.check_fields(payload, SUBMIT_FIELDS)
@@ -125,5 +130,6 @@ def validate_submit(
         team=team,
         queued=scheduler == "queue",
         queue_capacity=queue_capacity,
+        tracking=tracking,
     )
     return SubmitRequest(**SF.read_all(reading))

@@ -151,6 +151,10 @@ class TemplateSpec:
     instance_preferences: tuple[str, ...] = ()
     spot_wait_seconds: int = 3600
     infra_check: bool | None = None
+    # Experiment tracking (jobmodel.tracking): None follows the platform's ftl:mlflow default;
+    # false turns it off for the template's jobs (a caller cannot turn it back on); true
+    # tracks them unless the caller says false.
+    tracking: bool | None = None
 
     def __post_init__(self) -> None:
         setter = object.__setattr__
@@ -240,6 +244,7 @@ class TemplateSpec:
             "instance_preferences": list(self.instance_preferences),
             "spot_wait_seconds": self.spot_wait_seconds,
             "infra_check": self.infra_check,
+            "tracking": self.tracking,
         }
 
     @property

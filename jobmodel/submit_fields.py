@@ -26,6 +26,8 @@ from typing import Any
 from . import _rules as R
 from . import request_parts as P
 from ._fields import CliFlag, Reading, SubmitField, matching, switch, up_to
+from .tracking import TrackingConfig
+from .tracking_job import submit_tracking
 
 __all__ = [
     "FIELDS",
@@ -274,6 +276,28 @@ FIELDS: tuple[SubmitField, ...] = (
             "training-plan); repeatable; default: the whole chain",
         ),
         schema={"items": {"type": "string"}, "minItems": 1, "uniqueItems": True},
+    ),
+    SubmitField(
+        name="tracking",
+        json_type="boolean",
+        rule="`true` or `false`: whether the job logs to its team's MLflow run (see "
+        "[Experiment tracking](#experiment-tracking)). Default: the template's `tracking`, else "
+        "the platform's `ftl:mlflow` `default`. `false` always works; `true` is a "
+        "`ValidationError` on `tracking` when the platform has no MLflow server for the team "
+        '("tracking needs an MLflow tracking server and this platform has none (context '
+        'ftl:mlflow); leave tracking out"), the template sets `tracking: false` ("template t '
+        'turns tracking off (tracking: false); leave tracking out") or the template is '
+        'network-isolated ("template t is network-isolated (network_isolation): its container '
+        'cannot reach MLflow, so it cannot be tracked; leave tracking out"). Absent, it is left '
+        "out of the request's fingerprint",
+        read=lambda r, _: submit_tracking(
+            r.payload, r.spec, r.tracking or TrackingConfig(), r.team
+        ),
+        cli=CliFlag(
+            flag="--tracking",
+            value="bool",
+            help="log the job to its MLflow run (default: the template's, else the platform's)",
+        ),
     ),
 )
 

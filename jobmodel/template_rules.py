@@ -26,6 +26,7 @@ from .spec import (
     InputChannel,
     TemplateSpec,
 )
+from .tracking_job import check_template as check_tracking
 
 __all__ = ["validate_template"]
 
@@ -323,7 +324,8 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     ``entry-point``, ``hyperparameter-default``, ``hyperparameter-rule``,
     ``hyperparameter-reserved``, ``hyperparameter-length``, ``hyperparameter-count``,
     ``input-mode``, ``inputs``, ``metrics``, ``environment``, ``tags``, ``queue-priority``,
-    ``capacity-chain``, ``instance-preferences``, ``spot-wait``, ``infra-check``.
+    ``capacity-chain``, ``instance-preferences``, ``spot-wait``, ``infra-check``,
+    ``tracking``.
     """
     if not isinstance(spec, TemplateSpec):
         raise TemplateError("?", "type", f"expected a TemplateSpec, got {type(spec).__name__}")
@@ -345,3 +347,4 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     _check_tags(spec)
     _check_queue_priority(spec)
     check_chain(spec)
+    check_tracking(spec, R.MAX_ENVIRONMENT)

@@ -37,6 +37,7 @@ from sandbox.shell import (
     serve_forever,
     teams_context,
 )
+from sandbox.tracking_demo import show_tracking, tracking_context
 
 REQUEST = {
     "template": "bert-large-qa",
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         from sandbox.queue_demo import run
 
         return run(serve=serve, port=port, teams=args.teams, run_seconds=args.run_seconds)
-    context = teams_context() if args.teams else None
+    context = {**(teams_context() if args.teams else {}), **tracking_context()}
     with contextlib.redirect_stdout(MetricLines(sys.stdout)), BatchSandbox(port=port) as sandbox:
         print(f"moto sandbox on {sandbox.endpoint}; deploying every stack with the pinned CDK CLI")
         os.environ.update(sandbox_env(sandbox.endpoint))  # every AWS call goes to the sandbox
@@ -125,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(job, indent=2))
 
         show_training_job(sandbox.endpoint, job["job_name"], flat["JobTableName"])
+        show_tracking(boto3.client("lambda"), target, job["job_name"])
         if serve:
             serve_forever(sandbox.endpoint, outputs)
     return 0
@@ -163,7 +165,7 @@ def show_training_job(endpoint: str, job_name: str, table: str) -> None:
         ),
         ("checkpoint URI", described["CheckpointConfig"]["S3Uri"]),
         ("distribution", ", ".join(f"{k}={hp[k]}" for k in distribution)),
-        ("EFA environment", json.dumps(sent.get("Environment", {}))),
+        ("environment", json.dumps(sent.get("Environment", {}))),
         ("retry strategy", json.dumps(sent.get("RetryStrategy"))),
         ("image", described["AlgorithmSpecification"]["TrainingImage"]),
         ("requested by", ledger["requested_by"]["S"]),

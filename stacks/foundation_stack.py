@@ -8,6 +8,7 @@ from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
 from ftl_constructs.encryption import PlatformKey
+from ftl_constructs.mlflow_tracking import MlflowTracking
 from ftl_constructs.nag import acknowledge, checkov_skip
 from ftl_constructs.secure_bucket import (
     AccessLogBucket,
@@ -51,6 +52,18 @@ class FoundationStack(Stack):
                 ],
             )
         self._add_training_roles(settings)
+        self.tracking: MlflowTracking | None = None
+        if settings.mlflow.enabled:  # issue 27: the MLflow servers jobs log to
+            roles = self.team_roles if settings.teams.enabled else {None: self.training_role}
+            self.tracking = MlflowTracking(
+                self,
+                "Tracking",
+                settings=settings.mlflow,
+                platform_name=settings.name,
+                roles={team: role for team, role in roles.items() if role is not None},
+                artifact_bucket=self.artifact_bucket,
+                encryption_key=self.key,
+            )
         self._add_outputs()
 
     def _add_buckets(self, settings: PlatformSettings) -> None:

@@ -14,6 +14,7 @@ from ftl_constructs.job_events import JobEvents
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate, catalog_specs
 from ftl_constructs.launcher import JobLauncher
+from ftl_constructs.mlflow_tracking import tracking_config
 from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
@@ -77,6 +78,7 @@ class LauncherStack(Stack):
             api_settings=settings.api,
             job_queue=self.job_queue,
         )
+        self._tracking_environment(settings)
         self._events_and_dashboard(settings, foundation, retention)
         # Training prices from the AWS Price List API, daily and after each deploy.
         self.prices = PriceRefresh(
@@ -161,3 +163,11 @@ class LauncherStack(Stack):
             if access.admin_alias is not None and access.admin_policy is not None:
                 CfnOutput(self, "AdminInvokeArn", value=access.admin_alias.function_arn)
                 CfnOutput(self, "AdminPolicyArn", value=access.admin_policy.managed_policy_arn)
+
+    def _tracking_environment(self, settings: PlatformSettings) -> None:
+        """Issue 27: the MLflow servers tracked jobs log to, in the trigger's environment
+        (``FTL_MLFLOW``, ``jobmodel.tracking``)."""
+        teams = [t.name for t in settings.teams.teams]
+        config = tracking_config(self, settings.mlflow, settings.name, teams)
+        for key, value in config.to_env().items():
+            self.launcher.function.add_environment(key, value)

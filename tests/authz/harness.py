@@ -23,11 +23,12 @@ from typing import Any
 
 import pytest
 
-from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, TRAINING_LOG_GROUP
+from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, ENV_MLFLOW_TRACKING_URI, TRAINING_LOG_GROUP
 from tests.infra.synth import synth
 from tests.lambda_support import ROOT, FakeContext, client, load_handler
 from testsupport import create_ledger_table
 from testsupport.authz.evaluate import Decision, Policy, Request, evaluate
+from testsupport.authz.mlflow import mlflow_requests
 from testsupport.authz.policies import PolicySet, policy_set
 from testsupport.authz.record import Call, recording
 from testsupport.authz.requests import ACCOUNT, REGION, Mapper, training_job_arn
@@ -496,6 +497,9 @@ def training_role_requests(
         out.append(
             Request(role, "kms:CreateGrant", (key_arn,), {"kms:GrantIsForAWSResource": True}, src)
         )
+    server = job.get("Environment", {}).get(ENV_MLFLOW_TRACKING_URI, "")
+    if server.startswith("arn:"):  # a tracked job logs to its MLflow server (issue 27)
+        out += mlflow_requests(role, server, src)
     vpc = job.get("VpcConfig")
     if vpc:
         eni = f"arn:aws:ec2:{REGION}:{ACCOUNT}:network-interface/eni-0123456789abcdef0"
@@ -570,14 +574,26 @@ def _plans(teams: list[str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+MLFLOW_APP = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:mlflow-app/app-0123456789AB"
 CONFIGURATIONS: dict[str, tuple[dict[str, Any], list[str]]] = {
-    "default": (_plans([]), [""]),
+    # Issue 27: a tracking server the stacks create (default), one per team (teams), an
+    # existing serverless MLflow app (queue).
+    "default": ({**_plans([]), "ftl:mlflow": {"create": True}}, [""]),
     "teams": (
-        {**_teams(), **_plans(["team-a", "team-b"])},
+        {
+            **_teams(),
+            **_plans(["team-a", "team-b"]),
+            "ftl:mlflow": {"create": True, "perTeam": True},
+        },
         ["team-team-a", "team-team-b", "admin"],
     ),
     "queue": (
-        {"ftl:scheduler": "queue", "ftl:queueCapacityInstances": 64, **_plans([])},
+        {
+            "ftl:scheduler": "queue",
+            "ftl:queueCapacityInstances": 64,
+            **_plans([]),
+            "ftl:mlflow": {"trackingServerArn": MLFLOW_APP},
+        },
         [""],
     ),
     "queue-quotashare-teams": (

@@ -563,6 +563,40 @@ def test_a_team_role_cannot_touch_another_teams_data_checkpoints_or_logs(trigger
         assert not d.evaluate(r).allowed, (r.action, r.resources)
 
 
+def test_a_team_role_logs_only_to_its_own_mlflow_server(trigger_run):
+    """Issue 27: with a tracking server per team, a team's role may make every MLflow call
+    of its jobs on its own server and none on the other team's."""
+    d, run = deployment("teams"), trigger_run("teams")
+    job = _team_job(run, "team-a")
+    own = [
+        r
+        for r in training_role_requests(job, d.key_arn(), via_endpoint=False)
+        if r.action.startswith("sagemaker-mlflow:")
+    ]
+    assert own and all(r.resources[0].endswith("/ftl-team-a-mlflow") for r in own)
+    assert {r.action for r in own} >= {"sagemaker-mlflow:CreateRun", "sagemaker-mlflow:LogBatch"}
+    assert all(d.evaluate(r).allowed for r in own)
+    for r in own:
+        theirs = r.resources[0].replace("/ftl-team-a-mlflow", "/ftl-team-b-mlflow")
+        other = Request(r.principal, r.action, (theirs,), r.context, r.source)
+        assert not d.evaluate(other).allowed, (r.action, theirs)
+
+
+def test_every_tracked_configuration_logs_its_jobs(trigger_run):
+    """Issue 27: the tracked configurations' jobs carry the MLflow environment, so the
+    training-role check above covers their MLflow calls."""
+    for name, prefix in (
+        ("default", "sagemaker-mlflow:"),
+        ("teams", "sagemaker-mlflow:"),
+        ("queue", "sagemaker:CallMlflowAppApi"),
+    ):
+        d, run = deployment(name), trigger_run(name)
+        requests = training_requests(d, run, name)
+        mlflow = [r for r in requests if r.action.startswith(prefix)]
+        assert mlflow, name
+        assert not denied(d.evaluate_all(mlflow)), name
+
+
 def test_buckets_refuse_uploads_under_other_encryption(trigger_run):
     d, run = deployment("default"), trigger_run("default")
     job = _create(run)

@@ -70,6 +70,9 @@ def test_global_options_work_before_and_after_the_command():
         assert args.json is True and args.via == "http" and args.stack is None
     assert parser.parse_args(["templates"]).json is False
     assert parser.parse_args(["submit", "t"]).spot is None
+    assert parser.parse_args(["submit", "t"]).tracking is None
+    assert parser.parse_args(["submit", "t", "--no-tracking"]).tracking is False
+    assert parser.parse_args(["submit", "t", "--tracking"]).tracking is True
 
 
 @pytest.mark.parametrize(("text", "value"), [("3600", 3600), ("90m", 5400), ("2d", 172800)])

@@ -277,3 +277,19 @@ def test_status_shows_a_chained_jobs_attempts_with_their_costs():
         "600s",
         "$0.33",
     ]
+
+
+def test_describe_shows_the_mlflow_run():
+    from ftl_client.display import job_detail
+
+    text = job_detail(
+        {
+            "job_name": "j",
+            "tracking": {
+                "mlflow_resource_arn": "arn:aws:sagemaker:us-east-1:1:mlflow-app/app-1",
+                "experiment_name": "ftl/team-a",
+                "run_name": "j",
+            },
+        }
+    )
+    assert "tracking  run j in ftl/team-a on arn:aws:sagemaker:us-east-1:1:mlflow-app/app-1" in text

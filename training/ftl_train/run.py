@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import checkpoints, compat, hparams, kernels, lora, parallel
+from . import checkpoints, compat, hparams, kernels, lora, parallel, tracking
 from .arguments import build_training_arguments
 from .batching import BatchPlan, apply_global_batch
 from .callbacks import SigtermCheckpointCallback
@@ -202,12 +202,17 @@ def main(
     if argv and argv[0] in ("-h", "--help"):
         print("hyperparameters (pass as --name value):\n" + describe())
         return 0
+    environ = os.environ if environ is None else environ
+    tracked = tracking.settings(environ)  # issue 27: None unless the launcher tracks the job
+    tracker = tracking.Tracker(tracked, environ) if tracked is not None else None
     try:
-        run = prepare_run(argv, environ, callbacks=callbacks)
+        run = prepare_run(argv, environ, callbacks=[*callbacks, *([tracker] if tracker else [])])
         checkpoints.check_resumable(run.resume_from, compat.trainer_fsdp_enabled(run.trainer))
     except (HyperparameterError, DataError, checkpoints.CheckpointError) as exc:
         print(f"ftl_train: error: {exc}", file=sys.stderr, flush=True)
         return 2
+    if tracker is not None:
+        tracker.params, tracker.checkpoint_dir = run.hp.as_dict(), run.checkpoint_dir
 
     trainer = run.trainer
     if run.sigterm.requested.is_set():
@@ -215,9 +220,16 @@ def main(
         return EXIT_TERMINATED
     if run.resume_from:
         logger.info("resuming from %s", run.resume_from)
-    result = trainer.train(resume_from_checkpoint=run.resume_from)
+    try:
+        result = trainer.train(resume_from_checkpoint=run.resume_from)
+    except BaseException:
+        if tracker is not None:
+            tracker.stop("FAILED")
+        raise
 
     if run.sigterm.stopped or run.sigterm.requested.is_set():
+        if tracker is not None:
+            tracker.stop("KILLED")  # the next attempt continues the run
         logger.warning(
             "stopped on SIGTERM after checkpointing step %d to %s",
             trainer.state.global_step,
@@ -230,6 +242,8 @@ def main(
     if run.task.eval is not None:
         results.update(trainer.evaluate())
     _save_outputs(run, results)
+    if tracker is not None:
+        tracker.finish(results, trainer.state.global_step)
     trainer.ftl_barrier()
     run.sigterm.uninstall()
     return 0

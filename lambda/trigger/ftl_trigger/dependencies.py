@@ -21,8 +21,11 @@ from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.capacity import CapacityConfig
 from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
 from jobmodel.pricing import PriceTable
+from jobmodel.request import SubmitRequest
 from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
+from jobmodel.tracking import TrackingConfig
+from jobmodel.tracking_job import apply_tracking
 
 # Explicit retries (boto3's default mode is still "legacy"): standard mode retries throttling
 # and 5xx with backoff and does not retry ResourceLimitExceeded.
@@ -83,6 +86,22 @@ class Runtime:
     # the end effects its own writes owe (jobmodel.effects). None: left to the sweep.
     sns: Any = None
     topic_arn: str = ""
+    # The platform's MLflow servers (FTL_MLFLOW, jobmodel.tracking); empty: no tracking.
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+
+    def track(
+        self, rendered: dict[str, Any], req: SubmitRequest, team: str | None, estimate: float | None
+    ) -> None:
+        """Issue 27: a tracked job's MLflow environment into ``rendered`` (in place)."""
+        apply_tracking(
+            rendered,
+            requested=req.tracking,
+            spec=self.catalog[req.template],
+            config=self.tracking,
+            platform=self.platform.platform_name,
+            team=team,
+            estimate_usd=estimate,
+        )
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -136,6 +155,7 @@ class Runtime:
                 else None
             ),
             topic_arn=env.get(ENV_TOPIC_ARN, ""),
+            tracking=TrackingConfig.from_env(env),
         )
 
 

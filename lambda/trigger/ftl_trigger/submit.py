@@ -47,6 +47,7 @@ from jobmodel.contract import Status
 from jobmodel.pricing import estimate_max_cost_usd
 from jobmodel.request import SubmitRequest
 from jobmodel.scheduler import SchedulerConfig
+from jobmodel.tracking import TrackingConfig
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
@@ -70,6 +71,11 @@ class SubmitSettings(Protocol):
     scheduler: SchedulerConfig
     prices: Any  # a PriceTable or LivePrices: ``hourly(region, instance_type)``
     team_roles: Mapping[str, str]
+    tracking: TrackingConfig  # the platform's MLflow servers (issue 27)
+
+    def track(
+        self, rendered: dict[str, Any], req: SubmitRequest, team: str | None, estimate: float | None
+    ) -> None: ...
 
     @property
     def random_hex(self) -> Callable[[], str]: ...
@@ -114,9 +120,9 @@ class SubmitFlow:
             team=team,
             scheduler=rt.scheduler.scheduler,
             queue_capacity=rt.scheduler.capacity_instances,
+            tracking=rt.tracking,
         )
-        fingerprint = req.fingerprint()
-        team_name = caller.team_name
+        fingerprint, team_name = req.fingerprint(), caller.team_name
         if req.client_token is not None and not req.dry_run:
             existing = ledger_call(self.ledger.get_token, req.client_token, team_name)
             if existing is not None:
@@ -237,6 +243,7 @@ class SubmitFlow:
             team=team,
             role_arn=rt.team_roles.get(team) if team else None,
         )
+        rt.track(rendered, req, team, estimate)  # issue 27: the MLflow environment
         created_at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         job = {
             "job_name": name,

@@ -6,6 +6,7 @@ seconds are known, the queue-mode fields (docs/API.md, "Queue mode") and a chain
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -19,6 +20,7 @@ from jobmodel.pricing import cost_usd
 from jobmodel.queries import DESCRIBE_FIELDS
 from jobmodel.queue_state import BATCH_WAITING, classify_reason, waited_seconds
 from jobmodel.scheduler import SchedulerConfig, share_of
+from jobmodel.tracking_job import run_view
 
 __all__ = ["UNLOOKED", "JobViews"]
 
@@ -71,6 +73,9 @@ class JobViews:
             for key in DESCRIBE_FIELDS:
                 if job.get(key) is not None:
                     view[key] = job[key]
+            tracking = run_view(json.loads(job.get("rendered") or "{}").get("Environment", {}))
+            if tracking is not None:  # the MLflow run it logs to (issue 27)
+                view["tracking"] = tracking
         if job.get(RECORD_PENDING):  # started, and the ledger not written yet
             view[RECORD_PENDING] = True
         self._queue_fields(job, view, detail=detail, position=position)

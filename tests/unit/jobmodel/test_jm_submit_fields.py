@@ -139,7 +139,7 @@ def test_the_docs_command_prints_the_table_and_the_schema(capsys: Any) -> None:
 
 
 def test_a_new_row_reaches_every_reader(monkeypatch: pytest.MonkeyPatch, submit: Any) -> None:
-    """A throwaway row (a free-text ``note``, and a ``tracking`` switch on by default): read and
+    """A throwaway row (a free-text ``note``, and an ``echo`` switch on by default): read and
     checked, in the docs table, the schema and the client's flags, and left out of the form
     while unset or at its default, so the fingerprints recorded before it stay as they were."""
     from jobmodel import request
@@ -152,15 +152,15 @@ def test_a_new_row_reaches_every_reader(monkeypatch: pytest.MonkeyPatch, submit:
         read=SF.matching("[a-z]{1,20}", "1 to 20 letters"),
         cli=SF.CliFlag(flag="--note", metavar="TEXT", help="a label"),
     )
-    tracking = SF.SubmitField(
-        name="tracking",
+    echo = SF.SubmitField(
+        name="echo",
         json_type="boolean",
         rule="on by default",
         read=SF.switch(True),
-        cli=SF.CliFlag(flag="--tracking", value="bool", help="track the run"),
+        cli=SF.CliFlag(flag="--echo", value="bool", help="echo the run"),
         omit=True,
     )
-    rows = (*SF.FIELDS, note, tracking)
+    rows = (*SF.FIELDS, note, echo)
     monkeypatch.setattr(SF, "FIELDS", rows)
     monkeypatch.setattr(submit_docs, "FIELDS", rows)
     monkeypatch.setattr(request, "SUBMIT_FIELDS", frozenset(r.name for r in rows))
@@ -168,22 +168,22 @@ def test_a_new_row_reaches_every_reader(monkeypatch: pytest.MonkeyPatch, submit:
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class Noted(jm.SubmitRequest):
         note: str | None = None
-        tracking: bool = True
+        echo: bool = True
 
     monkeypatch.setattr(request, "SubmitRequest", Noted)
     plain = submit()
     assert set(plain.to_dict()) == {r.attr for r in SF.FIELDS if r.form == "always"}
-    assert plain.fingerprint() == submit(tracking=True).fingerprint()
-    noted = submit(note="sweep", tracking=False)
-    assert (noted.note, noted.tracking) == ("sweep", False)  # type: ignore[attr-defined]
-    assert noted.to_dict()["note"] == "sweep" and noted.to_dict()["tracking"] is False
+    assert plain.fingerprint() == submit(echo=True).fingerprint()
+    noted = submit(note="sweep", echo=False)
+    assert (noted.note, noted.echo) == ("sweep", False)  # type: ignore[attr-defined]
+    assert noted.to_dict()["note"] == "sweep" and noted.to_dict()["echo"] is False
     assert noted.fingerprint() != plain.fingerprint()
     with pytest.raises(jm.ValidationError, match="^note must be 1 to 20 letters, got 'A b'$"):
         submit(note="A b")
     assert "| `note` | string | no | `--note TEXT` | a label, 1 to 20 letters |" in (
         submit_docs.api_table()
     )
-    assert "| `tracking` | boolean | no | `--tracking` / `--no-tracking` |" in (
+    assert "| `echo` | boolean | no | `--echo` / `--no-echo` |" in (
         submit_docs.api_table()
     )
     assert submit_docs.json_schema()["properties"]["note"] == {"type": ["string", "null"]}
@@ -191,5 +191,5 @@ def test_a_new_row_reaches_every_reader(monkeypatch: pytest.MonkeyPatch, submit:
     from ftl_client.args import build_parser, submit_request
 
     monkeypatch.setattr("ftl_client.args.FIELDS", rows)
-    args = build_parser().parse_args(["submit", "t", "--note", "x", "--no-tracking"])
-    assert submit_request(args)["note"] == "x" and submit_request(args)["tracking"] is False
+    args = build_parser().parse_args(["submit", "t", "--note", "x", "--no-echo"])
+    assert submit_request(args)["note"] == "x" and submit_request(args)["echo"] is False
