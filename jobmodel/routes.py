@@ -82,10 +82,21 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/jobs/{job_name}/stop", "stop"),
     Route("GET", "/templates", "templates"),
     Route("GET", "/whoami", "whoami"),
+    Route("GET", "/models", "models", "query"),
+    Route("POST", "/jobs/{job_name}/review", "review", "body"),
 )
 
 # The actions, in the order the contract lists them (also the direct door's vocabulary).
-ACTIONS: tuple[str, ...] = ("submit", "describe", "stop", "list", "templates", "whoami")
+ACTIONS: tuple[str, ...] = (
+    "submit",
+    "describe",
+    "stop",
+    "list",
+    "templates",
+    "whoami",
+    "models",
+    "review",
+)
 assert sorted(ACTIONS) == sorted(r.action for r in ROUTES)
 
 

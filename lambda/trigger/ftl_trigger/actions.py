@@ -24,6 +24,7 @@ from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
+from ftl_trigger.models_flow import MODEL_ACTIONS, run_model_action
 from ftl_trigger.paging import Signer
 from ftl_trigger.queue_flow import QueueFlow
 from ftl_trigger.queue_look import QueueSpot
@@ -83,6 +84,8 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate, CareFlow):
             return self.whoami(caller), False
         if call.action == "list":
             return self.list_jobs(call.params, caller), False
+        if call.action in MODEL_ACTIONS:  # the model registry (models_flow.py)
+            return run_model_action(self, call), False
         if call.action == "sweep":  # the schedule's door only (adapters)
             only_fields(call.params, frozenset())
             return self.sweep(), False

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ftl_ledger.effects import EndEffects, announcer
+from ftl_ledger.registry import registrar
 from ftl_trigger.submit import RECORD_PENDING
 from jobmodel import claims as CL
 from jobmodel import effects as E
@@ -67,7 +68,11 @@ class CareFlow:
         def publish(**message: Any) -> Any:
             return rt.sns.publish(TopicArn=rt.topic_arn, **message)
 
-        effects = EndEffects(self.writer, {E.ANNOUNCE: announcer(publish)})
+        def sagemaker() -> Any:
+            return rt.sagemaker
+
+        register = registrar(sagemaker if rt.model_registry else None, rt.platform.platform_name)
+        effects = EndEffects(self.writer, {E.ANNOUNCE: announcer(publish), E.REGISTER: register})
         try:
             return effects.complete(job)
         except Exception as err:  # noqa: BLE001 - owed effects stay marked on the record

@@ -21,6 +21,7 @@ from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.capacity import CapacityConfig
 from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
 from jobmodel.pricing import PriceTable
+from jobmodel.registry import ENV_MODEL_REGISTRY
 from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
 
@@ -83,6 +84,9 @@ class Runtime:
     # the end effects its own writes owe (jobmodel.effects). None: left to the sweep.
     sns: Any = None
     topic_arn: str = ""
+    # The stacks made the model registry's groups (FTL_MODEL_REGISTRY=on): Completed jobs
+    # register (jobmodel.registry), and the models and review actions answer.
+    model_registry: bool = False
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -136,6 +140,7 @@ class Runtime:
                 else None
             ),
             topic_arn=env.get(ENV_TOPIC_ARN, ""),
+            model_registry=env.get(ENV_MODEL_REGISTRY) == "on",
         )
 
 
