@@ -14,6 +14,7 @@ from ftl_constructs.job_events import JobEvents
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate, catalog_specs
 from ftl_constructs.launcher import JobLauncher
+from ftl_constructs.model_registry import ModelRegistry
 from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
@@ -101,7 +102,20 @@ class LauncherStack(Stack):
             if settings.teams.enabled
             else None
         )
+        self._registry(settings, [s.name for s in specs])
         self._outputs(foundation)
+
+    def _registry(self, settings: PlatformSettings, templates: list[str]) -> None:
+        """Model package groups; the two functions that complete end effects register a
+        Completed job's model, and the trigger answers models and an admin's review."""
+        self.registry = ModelRegistry(
+            self, "ModelRegistry", platform_name=settings.name, templates=templates,
+            teams=settings.teams,
+        )  # fmt: skip
+        self.registry.grant_register(self.launcher.function, self.launcher.trigger.policy)
+        self.registry.grant_review(self.launcher.trigger.policy)
+        self.registry.grant_register(self.events.function, self.events.handler.policy)
+        self.registry.acknowledge_list(self.events.handler.policy)
 
     def _events_and_dashboard(
         self,
@@ -145,6 +159,11 @@ class LauncherStack(Stack):
         CfnOutput(self, "FleetDashboardName", value=self.dashboard.dashboard.dashboard_name)
         if self.job_queue is not None:
             CfnOutput(self, "JobQueueArn", value=self.job_queue.queue_arn)
+        CfnOutput(
+            self,
+            "ModelPackageGroupNames",
+            value=",".join(sorted(self.registry.group_names.values())),
+        )
         if self.team_access is not None:
             access = self.team_access
             for name, alias in access.aliases.items():
