@@ -29,6 +29,7 @@ __all__ = [
     "APPROVAL_STATUSES",
     "ENV_MODEL_REGISTRY",
     "FIELDS",
+    "NOT_OFFERED_REGIONS",
     "PENDING",
     "client_token",
     "create_request",
@@ -61,6 +62,14 @@ _GROUP_UNSAFE = re.compile(r"[^a-z0-9-]+")
 # whose inference toolkit serves model.tar.gz); the types are a documented default.
 CONTENT_TYPES = ("application/json",)
 REALTIME_TYPES = ("ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.12xlarge")
+# Regions whose CloudFormation has no AWS::SageMaker::ModelPackageGroup (cfn-lint 1.x's region
+# data, read 2026-11): the stacks create no registry there, and jobs register nothing.
+NOT_OFFERED_REGIONS = frozenset(
+    {
+        "ap-east-2", "ap-south-2", "ap-southeast-4", "ap-southeast-6",
+        "cn-north-1", "cn-northwest-1", "us-gov-east-1",
+    }
+)  # fmt: skip
 LORA_MARK = "lora_r"  # a hyperparameter only LoRA templates have
 BASE_MODEL = "model_name_or_path"
 

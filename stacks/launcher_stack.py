@@ -20,6 +20,7 @@ from ftl_constructs.settings import ContextError, PlatformSettings, retention_da
 from ftl_constructs.team_access import TeamAccess, output_id
 from jobmodel.capacity import CapacityError
 from jobmodel.names import PLATFORM_VERSION, VERSION_OUTPUT
+from jobmodel.registry import NOT_OFFERED_REGIONS
 from stacks.foundation_stack import FoundationStack
 
 
@@ -102,7 +103,9 @@ class LauncherStack(Stack):
             if settings.teams.enabled
             else None
         )
-        self._registry(settings, [s.name for s in specs])
+        self.registry: ModelRegistry | None = None
+        if settings.region not in NOT_OFFERED_REGIONS:
+            self._registry(settings, [s.name for s in specs])
         self._outputs(foundation)
 
     def _registry(self, settings: PlatformSettings, templates: list[str]) -> None:
@@ -159,11 +162,12 @@ class LauncherStack(Stack):
         CfnOutput(self, "FleetDashboardName", value=self.dashboard.dashboard.dashboard_name)
         if self.job_queue is not None:
             CfnOutput(self, "JobQueueArn", value=self.job_queue.queue_arn)
-        CfnOutput(
-            self,
-            "ModelPackageGroupNames",
-            value=",".join(sorted(self.registry.group_names.values())),
-        )
+        if self.registry is not None:
+            CfnOutput(
+                self,
+                "ModelPackageGroupNames",
+                value=",".join(sorted(self.registry.group_names.values())),
+            )
         if self.team_access is not None:
             access = self.team_access
             for name, alias in access.aliases.items():
