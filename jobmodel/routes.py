@@ -72,7 +72,9 @@ class Route:
 
     def body(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
         """The JSON body of the request for these parameters (None when the route has none)."""
-        return dict(params) if self.params == "body" else None
+        if self.params != "body":
+            return None
+        return {k: v for k, v in params.items() if k not in self.path_params}
 
 
 ROUTES: tuple[Route, ...] = (

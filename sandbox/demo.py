@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(job, indent=2))
 
         show_training_job(sandbox.endpoint, job["job_name"], flat["JobTableName"])
+        from sandbox.demo_registry import show_model_version
+
+        show_model_version(target, job["job_name"])  # the registered model version
         if serve:
             serve_forever(sandbox.endpoint, outputs)
     return 0
