@@ -103,14 +103,16 @@ class LauncherStack(Stack):
             if settings.teams.enabled
             else None
         )
-        self.registry: ModelRegistry | None = None
-        if settings.region not in NOT_OFFERED_REGIONS:
-            self._registry(settings, [s.name for s in specs])
+        self._registry(settings, [s.name for s in specs])
         self._outputs(foundation)
 
     def _registry(self, settings: PlatformSettings, templates: list[str]) -> None:
         """Model package groups; the two functions that complete end effects register a
-        Completed job's model, and the trigger answers models and an admin's review."""
+        Completed job's model, and the trigger answers models and an admin's review. None
+        where CloudFormation has no model package groups."""
+        self.registry: ModelRegistry | None = None
+        if settings.region in NOT_OFFERED_REGIONS:
+            return
         self.registry = ModelRegistry(
             self, "ModelRegistry", platform_name=settings.name, templates=templates,
             teams=settings.teams,
