@@ -16,7 +16,7 @@ from typing import Any
 
 from ftl_ledger.writer import JobWriter
 from jobmodel import effects as E
-from jobmodel.job import Change, JobRecord
+from jobmodel.job import REVISION, Change, JobRecord
 
 __all__ = ["EndEffects", "Performer", "announcer"]
 
@@ -59,5 +59,7 @@ class EndEffects:
 
             applied = self.writer.apply(current, done)  # type: ignore[arg-type]
             current = dict(applied.after)
+            if applied.applied:  # the write added one: the next effect's write expects it
+                current[REVISION] = int(str(applied.before.get(REVISION) or 0)) + 1
             LOG.info("job %s: end effect %s done (%s)", current.get("job_name"), effect, dedup)
         return current
