@@ -166,6 +166,19 @@ def build_parser() -> argparse.ArgumentParser:
     queue.add_argument("--team", metavar="TEAM", help="only this team's jobs (admins)")
 
     command("whoami", "show your team, its limits and current use")
+
+    models = command("models", "list your team's model versions with their lineage")
+    models.add_argument("--template", metavar="TEMPLATE")
+    models.add_argument(
+        "--limit", type=positive_int, default=20, metavar="N", help="at most N (default 20)"
+    )
+    models.add_argument("--team", metavar="TEAM", help="only this team's versions (admins)")
+    review = command("review", "approve or reject a job's model version (admins)")
+    review.add_argument("job", metavar="JOB")
+    decision = review.add_mutually_exclusive_group(required=True)
+    decision.add_argument("--approve", dest="decision", action="store_const", const="Approved")
+    decision.add_argument("--reject", dest="decision", action="store_const", const="Rejected")
+    review.add_argument("--description", metavar="TEXT", help="why (ApprovalDescription)")
     command(
         "doctor",
         "read-only preflight: regions, SageMaker quotas, the queue's service-linked role, "

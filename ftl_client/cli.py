@@ -123,6 +123,22 @@ class Cli:
         self.emit(me, display.whoami(me))
         return EXIT_OK
 
+    def cmd_models(self) -> int:
+        from ftl_client.models_view import models_table
+
+        a = self.args
+        models = self.client.models(a.template, limit=a.limit, team=a.team)
+        self.emit({"models": models}, models_table(models) if models else "no model versions")
+        return EXIT_OK
+
+    def cmd_review(self) -> int:
+        from ftl_client.models_view import reviewed
+
+        a = self.args
+        answer = self.client.review(a.job, a.decision, a.description)
+        self.emit(answer, reviewed(answer))
+        return EXIT_OK
+
     def cmd_doctor(self) -> int:
         from ftl_client import doctor
 

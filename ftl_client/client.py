@@ -164,6 +164,21 @@ class LauncherClient:
         """The caller's team, whether it is an admin, the team's limits and current use."""
         return self._call("whoami", {})
 
+    def models(
+        self, template: str | None = None, *, limit: int | None = None, team: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The model versions of the caller's team (an admin: every team's, or ``team``'s),
+        newest first, each with its lineage."""
+        params = {"template": template, "limit": limit, "team": team}
+        return self._call("models", {k: v for k, v in params.items() if v is not None})["models"]
+
+    def review(self, name: str, decision: str, description: str | None = None) -> dict[str, Any]:
+        """An admin's ``Approved`` or ``Rejected`` of job ``name``'s model version."""
+        params = {"job_name": name, "decision": decision}
+        if description:
+            params["description"] = description
+        return self._call("review", params)
+
     def describe(self, name: str) -> dict[str, Any]:
         return self._call("describe", {"job_name": name})
 

@@ -25,6 +25,7 @@ from .contract import TERMINAL_STATUSES
 __all__ = [
     "ANNOUNCE",
     "DEDUP_ATTRIBUTE",
+    "REGISTER",
     "END_EFFECTS",
     "OWED",
     "PUBLIC_FIELDS",
@@ -38,8 +39,9 @@ __all__ = [
 
 OWED = "owed_effects"  # the job attribute: {effect name: dedup id}
 ANNOUNCE = "announce"  # the SNS announcement of the job's end
+REGISTER = "register"  # a Completed job's model as a version in the registry (jobmodel.registry)
 # Every effect a job's end owes, in the order they are done.
-END_EFFECTS: tuple[str, ...] = (ANNOUNCE,)
+END_EFFECTS: tuple[str, ...] = (ANNOUNCE, REGISTER)
 # The SNS message attribute that carries the announcement's deduplication id.
 DEDUP_ATTRIBUTE = "dedup_id"
 

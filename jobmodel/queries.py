@@ -43,6 +43,11 @@ DESCRIBE_FIELDS = (
     "spot_savings_percent",
     "final_metrics",
     "spot_interruptions",
+    # The model registry's version of a Completed job (jobmodel.registry, issue 27).
+    "model_package_arn",
+    "model_package_group",
+    "model_package_version",
+    "model_approval_status",
 )
 
 

@@ -72,7 +72,9 @@ class Route:
 
     def body(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
         """The JSON body of the request for these parameters (None when the route has none)."""
-        return dict(params) if self.params == "body" else None
+        if self.params != "body":
+            return None
+        return {k: v for k, v in params.items() if k not in self.path_params}
 
 
 ROUTES: tuple[Route, ...] = (
@@ -82,10 +84,21 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/jobs/{job_name}/stop", "stop"),
     Route("GET", "/templates", "templates"),
     Route("GET", "/whoami", "whoami"),
+    Route("GET", "/models", "models", "query"),
+    Route("POST", "/jobs/{job_name}/review", "review", "body"),
 )
 
 # The actions, in the order the contract lists them (also the direct door's vocabulary).
-ACTIONS: tuple[str, ...] = ("submit", "describe", "stop", "list", "templates", "whoami")
+ACTIONS: tuple[str, ...] = (
+    "submit",
+    "describe",
+    "stop",
+    "list",
+    "templates",
+    "whoami",
+    "models",
+    "review",
+)
 assert sorted(ACTIONS) == sorted(r.action for r in ROUTES)
 
 

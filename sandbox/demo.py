@@ -27,6 +27,7 @@ from contextlib import contextmanager
 import boto3
 
 from sandbox.batch_api import BatchSandbox
+from sandbox.demo_registry import show_model_version
 from sandbox.deploy import deploy, sandbox_env
 from sandbox.metric_lines import MetricLines
 from sandbox.pricing import refresh_after_deploy
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
 
         show_training_job(sandbox.endpoint, job["job_name"], flat["JobTableName"])
         show_tracking(boto3.client("lambda"), target, job["job_name"])
+        show_model_version(target, job["job_name"])  # the registered model version
         if serve:
             serve_forever(sandbox.endpoint, outputs)
     return 0

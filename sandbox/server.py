@@ -50,6 +50,11 @@ def _apply_shims() -> None:
     from sandbox.cfn_updates import apply_update_shims
 
     apply_update_shims()
+    # 7. moto 5.2's CloudFormation has no AWS::SageMaker::ModelPackageGroup (the model
+    #    registry's groups): create them with moto's SageMaker (sandbox/registry_cfn.py).
+    from sandbox.registry_cfn import register
+
+    register()
 
 
 def _kms_key_tags() -> None:

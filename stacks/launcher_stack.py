@@ -15,11 +15,13 @@ from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate, catalog_specs
 from ftl_constructs.launcher import JobLauncher
 from ftl_constructs.mlflow_tracking import tracking_config
+from ftl_constructs.model_registry import ModelRegistry
 from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
 from jobmodel.capacity import CapacityError
 from jobmodel.names import PLATFORM_VERSION, VERSION_OUTPUT
+from jobmodel.registry import NOT_OFFERED_REGIONS
 from stacks.foundation_stack import FoundationStack
 
 
@@ -35,14 +37,7 @@ class LauncherStack(Stack):
     ) -> None:
         super().__init__(scope, id, **kwargs)
         retention = retention_days(settings.log_retention_days)
-        specs = catalog_specs(settings.catalog_file)
-        try:  # each plan's templates exist, allow its instance type and have a plan step
-            settings.capacity.check_catalog({s.name: s for s in specs})
-        except CapacityError as exc:
-            raise ContextError(exc.key, exc.rule) from None
-        templates = [
-            TrainingJobTemplate(self, f"Template-{spec.name}", spec=spec) for spec in specs
-        ]
+        templates = self._templates(settings)
         network = foundation.network
         # Queue mode (ftl:scheduler=queue): jobs wait in an AWS Batch queue for capacity.
         self.job_queue = (
@@ -103,7 +98,34 @@ class LauncherStack(Stack):
             if settings.teams.enabled
             else None
         )
+        self._registry(settings, [t.spec.name for t in templates])
         self._outputs(foundation)
+
+    def _templates(self, settings: PlatformSettings) -> list[TrainingJobTemplate]:
+        """One template construct per catalog entry, once each capacity plan's templates
+        exist, allow its instance type and have a plan step."""
+        specs = catalog_specs(settings.catalog_file)
+        try:
+            settings.capacity.check_catalog({s.name: s for s in specs})
+        except CapacityError as exc:
+            raise ContextError(exc.key, exc.rule) from None
+        return [TrainingJobTemplate(self, f"Template-{spec.name}", spec=spec) for spec in specs]
+
+    def _registry(self, settings: PlatformSettings, templates: list[str]) -> None:
+        """Model package groups; the two functions that complete end effects register a
+        Completed job's model, and the trigger answers models and an admin's review. None
+        where CloudFormation has no model package groups."""
+        self.registry: ModelRegistry | None = None
+        if settings.region in NOT_OFFERED_REGIONS:
+            return
+        self.registry = ModelRegistry(
+            self, "ModelRegistry", platform_name=settings.name, templates=templates,
+            teams=settings.teams,
+        )  # fmt: skip
+        self.registry.grant_register(self.launcher.function, self.launcher.trigger.policy)
+        self.registry.grant_review(self.launcher.trigger.policy)
+        self.registry.grant_register(self.events.function, self.events.handler.policy)
+        self.registry.acknowledge_list(self.events.handler.policy)
 
     def _events_and_dashboard(
         self,
@@ -147,6 +169,12 @@ class LauncherStack(Stack):
         CfnOutput(self, "FleetDashboardName", value=self.dashboard.dashboard.dashboard_name)
         if self.job_queue is not None:
             CfnOutput(self, "JobQueueArn", value=self.job_queue.queue_arn)
+        if self.registry is not None:
+            CfnOutput(
+                self,
+                "ModelPackageGroupNames",
+                value=",".join(sorted(self.registry.group_names.values())),
+            )
         if self.team_access is not None:
             access = self.team_access
             for name, alias in access.aliases.items():

@@ -162,9 +162,18 @@ class TriggerRun:
     responses: list[dict[str, Any]]
 
 
+def create_model_groups(deployment: Deployment, sandbox: Any) -> None:
+    """The deployment's model package groups in moto (as CloudFormation would create them)."""
+    sm = client("sagemaker", sandbox.endpoint)
+    for _, _, props in deployment.stacks.resources("AWS::SageMaker::ModelPackageGroup"):
+        # moto keeps a group's versions apart from the group: creating it again loses none
+        sm.create_model_package_group(ModelPackageGroupName=props["ModelPackageGroupName"])
+
+
 @contextmanager
 def trigger(deployment: Deployment, sandbox: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The trigger loaded from source with the synthesized environment, against moto."""
+    create_model_groups(deployment, sandbox)
     env = deployment.trigger_env()
     table = env["FTL_JOB_TABLE"]
     ddb = client("dynamodb", sandbox.endpoint)
@@ -322,6 +331,7 @@ def run_job_events(deployment: Deployment, run: TriggerRun, sandbox: Any) -> lis
     )
     topic = env["FTL_TOPIC_ARN"]
     client("sns", sandbox.endpoint).create_topic(Name=topic.rsplit(":", 1)[-1])
+    create_model_groups(deployment, sandbox)
     direct = [job for job in run.created if not job.get("_queued")]
     queued = [r for r in run.responses if r.get("batch_job_id") and r.get("status") == "Queued"]
 

@@ -129,7 +129,15 @@ def test_every_job_events_request_is_allowed(name, events_run):
     # a capacity chain's attempt ran out of spot capacity (direct), or Batch ended a queued
     # chained attempt (queue): the chain alias is asked
     expected = {"dynamodb:UpdateItem", "lambda:InvokeFunction"} | (
-        {"sns:Publish"} if direct else set()
+        # a Completed job's model version (issue 27): looked for, created, described
+        {
+            "sns:Publish",
+            "sagemaker:ListModelPackages",
+            "sagemaker:CreateModelPackage",
+            "sagemaker:DescribeModelPackage",
+        }
+        if direct
+        else set()
     )
     assert expected <= actions, actions
     outcomes = d.evaluate_all(requests)

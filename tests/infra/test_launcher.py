@@ -90,6 +90,8 @@ def test_every_route_requires_iam_auth(launcher):
         "POST /jobs",
         "GET /jobs",
         "GET /jobs/{job_name}",
+        "GET /models",
+        "POST /jobs/{job_name}/review",
         "POST /jobs/{job_name}/stop",
         "GET /templates",
         "GET /whoami",
@@ -356,10 +358,15 @@ def test_describe_only_platform_tagged_jobs(launcher):
     ]
     assert sorted(actions) == [
         "sagemaker:AddTags",
+        # the model registry (issue 27; tests/infra/test_model_registry.py)
+        "sagemaker:CreateModelPackage",
         "sagemaker:CreateTrainingJob",
+        "sagemaker:DescribeModelPackage",
         "sagemaker:DescribeTrainingJob",
+        "sagemaker:ListModelPackages",
         "sagemaker:ListTrainingJobs",
         "sagemaker:StopTrainingJob",
+        "sagemaker:UpdateModelPackage",
     ]
     # Whether a claim's unanswered start happened: listing has no resource-level permissions
     # (issue 30); it reads names and statuses only.
@@ -432,6 +439,7 @@ def test_single_team_environment_has_no_team_variables(launcher):
         *scheduler.to_env(),
         "FTL_JOB_TABLE",
         "FTL_TOPIC_ARN",
+        "FTL_MODEL_REGISTRY",
     }
     assert variables["FTL_SCHEDULER"] == "direct"
 

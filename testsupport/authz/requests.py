@@ -18,6 +18,7 @@ from typing import Any
 
 from jobmodel.names import BATCH_SLR
 from testsupport.authz.evaluate import Request
+from testsupport.authz.requests_registry import RegistryRequests
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -47,7 +48,7 @@ def tag_context(tags: Sequence[Mapping[str, str]], key: str = "Key", value: str 
 
 
 @dataclass
-class Mapper:
+class Mapper(RegistryRequests):
     """Maps calls to requests for one deployment: which key encrypts which table, bucket and
     topic, and the tags of each training job seen created (describe/stop carry them as
     ``aws:ResourceTag``)."""

@@ -1,6 +1,7 @@
 """What the job-events function needs from its container, built once: the ledger's client and
-the recorder (whose writer prints the metric lines), the SNS client and topic, the platform's
-name and the clock (like ``ftl_trigger.dependencies`` for the trigger)."""
+the recorder (whose writer prints the metric lines), the SNS client and topic, the SageMaker
+client of the model registry (when the stacks made one), the platform's name and the clock
+(like ``ftl_trigger.dependencies`` for the trigger)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ftl_events.apply import Recorder
 from ftl_ledger.ledger import Ledger
 from jobmodel.names import ENV_CHAIN_FUNCTION, ENV_JOB_TABLE, ENV_PLATFORM_NAME, ENV_TOPIC_ARN
 from jobmodel.platform import PlatformConfig
+from jobmodel.registry import ENV_MODEL_REGISTRY
 
 CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})
 
@@ -31,6 +33,8 @@ class Runtime:
     # The trigger's ``chain`` alias (FTL_CHAIN_FUNCTION): asked to start a chain's next attempt.
     chain_function: str = ""
     lambda_client: Any = None
+    # The model registry's end effect (FTL_MODEL_REGISTRY=on): None when there is none.
+    sagemaker: Any = None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -54,6 +58,11 @@ class Runtime:
             lambda_client=(
                 boto3.client("lambda", config=CLIENT_CONFIG)
                 if env.get(ENV_CHAIN_FUNCTION)
+                else None
+            ),
+            sagemaker=(
+                boto3.client("sagemaker", config=CLIENT_CONFIG)
+                if env.get(ENV_MODEL_REGISTRY) == "on"
                 else None
             ),
         )

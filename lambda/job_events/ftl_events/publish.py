@@ -1,6 +1,6 @@
 """What a recorded observation tells the world: a job's end effects (``jobmodel.effects``),
-the announcement on SNS first (the fleet's metric lines are printed by the one writer,
-``ftl_ledger.writer``).
+the announcement on SNS first, then a Completed job's model version in the registry (the
+fleet's metric lines are printed by the one writer, ``ftl_ledger.writer``).
 
 The write that ended the job marked them owed; any event of the job, a replay or a retry of
 the one that failed included, does what is still owed, with each effect's stable
@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ftl_ledger.effects import EndEffects, announcer
+from ftl_ledger.registry import registrar
 from jobmodel import effects as E
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -28,4 +29,9 @@ def complete_effects(runtime: Runtime, job: Mapping[str, Any]) -> dict[str, Any]
     def publish(**message: Any) -> Any:  # the runtime's client when called (tests replace it)
         return runtime.sns.publish(TopicArn=runtime.topic_arn, **message)
 
-    return EndEffects(runtime.recorder.writer, {E.ANNOUNCE: announcer(publish)}).complete(job)
+    def sagemaker() -> Any:
+        return runtime.sagemaker
+
+    register = registrar(sagemaker if runtime.sagemaker is not None else None, runtime.platform)
+    performers = {E.ANNOUNCE: announcer(publish), E.REGISTER: register}
+    return EndEffects(runtime.recorder.writer, performers).complete(job)

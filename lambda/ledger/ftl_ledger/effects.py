@@ -1,9 +1,11 @@
 """Doing a job's owed end effects (``jobmodel.effects``): both functions run them the same way.
 
 :class:`EndEffects` holds one performer per effect (the announcement: SNS ``Publish`` with the
-effect's deduplication id). :meth:`EndEffects.complete` does every effect the record still
-owes, in order, and records each one done through the one writer as soon as it succeeded, so
-a failure leaves exactly the effects not yet done owed, for the next holder of the record.
+effect's deduplication id; the registration: ``ftl_ledger.registry``). A performer may answer
+attributes to record on the job: they are written with the effect's done mark.
+:meth:`EndEffects.complete` does every effect the record still owes, in order, and records
+each one done through the one writer as soon as it succeeded, so a failure leaves exactly
+the effects not yet done owed, for the next holder of the record.
 """
 
 from __future__ import annotations
@@ -14,14 +16,15 @@ from typing import Any
 
 from ftl_ledger.writer import JobWriter
 from jobmodel import effects as E
-from jobmodel.job import Change, JobRecord
+from jobmodel.job import REVISION, Change, JobRecord
 
 __all__ = ["EndEffects", "Performer", "announcer"]
 
 LOG = logging.getLogger("ftl.ledger")
 
 # Performs one effect for a job as read, given the effect's deduplication id; raises on failure.
-Performer = Callable[[Mapping[str, Any], str], None]
+# What it answers (a mapping, or None) is recorded on the job with the effect's done mark.
+Performer = Callable[[Mapping[str, Any], str], Mapping[str, Any] | None]
 
 
 def announcer(publish: Callable[..., Any]) -> Performer:
@@ -30,6 +33,7 @@ def announcer(publish: Callable[..., Any]) -> Performer:
 
     def announce(job: Mapping[str, Any], dedup: str) -> None:
         publish(**E.announcement(job, dedup))
+        return None
 
     return announce
 
@@ -48,12 +52,14 @@ class EndEffects:
         effect and the ones after it still owed."""
         current: dict[str, Any] = dict(job)
         for effect, dedup in E.owed(current).items():
-            self.performers[effect](current, dedup)
+            learned = dict(self.performers[effect](current, dedup) or {})
 
-            def done(record: JobRecord, effect: str = effect) -> Change:
-                return Change(also=E.done_change(record, effect))
+            def done(record: JobRecord, effect: str = effect, learned: Any = learned) -> Change:
+                return Change(also={**learned, **E.done_change(record, effect)})
 
             applied = self.writer.apply(current, done)  # type: ignore[arg-type]
             current = dict(applied.after)
+            if applied.applied:  # the write added one: the next effect's write expects it
+                current[REVISION] = int(str(applied.before.get(REVISION) or 0)) + 1
             LOG.info("job %s: end effect %s done (%s)", current.get("job_name"), effect, dedup)
         return current

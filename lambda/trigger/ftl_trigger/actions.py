@@ -35,6 +35,7 @@ from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.identity import Caller
 from ftl_trigger.job_flow import JobFlow
+from ftl_trigger.models_flow import ModelsFlow
 from ftl_trigger.paging import Signer
 from ftl_trigger.queue_flow import QueueFlow
 from ftl_trigger.records import Clock, Effects, Records
@@ -92,6 +93,8 @@ class Launcher:
             "whoami": _without_params(self.callers.whoami),
             "advance": _on_job(lambda name, _caller: self.chains.advance(name)),
             "sweep": _without_params(lambda _caller: self.care.sweep()),
+            "models": _answer(self.models.models),
+            "review": _answer(self.models.review),
         }
 
     def _compose(self, runtime: Runtime) -> None:
@@ -133,6 +136,9 @@ class Launcher:
             care=self.care,
         )
         self.callers = CallerFlow(settings=runtime, usage=self.usage)
+        self.models = ModelsFlow(
+            settings=runtime, ledger=self.ledger, records=records, care=self.care
+        )
 
     def dispatch(self, call: Call) -> tuple[Any, bool]:
         """Run one action; returns the contract object and whether a new job was created."""

@@ -130,7 +130,10 @@ def _route(
             raise ValidationError(
                 "action", "action is not allowed in an HTTP body; the route chooses it"
             )
-        return route.action, body
+        for key, value in params.items():  # a path's parameter (review's job_name) rules
+            if key in body and body[key] != value:
+                raise ValidationError(key, f"{key} in the body differs from the path's")
+        return route.action, {**body, **params}
     if route.params == "query":
         query = dict(event.get("queryStringParameters") or {})
         if "limit" in query:

@@ -17,6 +17,11 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "DescribeTrainingJob",
         "StopTrainingJob",
         "ListTrainingJobs",
+        # The model registry (issue 27): a Completed job's version, models and review.
+        "CreateModelPackage",
+        "DescribeModelPackage",
+        "ListModelPackages",
+        "UpdateModelPackage",
     ),
     # BatchGetItem: queue mode's estimated start reads the queue's jobs' limits.
     "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query", "BatchGetItem"),

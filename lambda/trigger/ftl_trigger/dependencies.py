@@ -21,6 +21,7 @@ from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.capacity import CapacityConfig
 from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
 from jobmodel.pricing import PriceTable
+from jobmodel.registry import ENV_MODEL_REGISTRY
 from jobmodel.request import SubmitRequest
 from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
@@ -88,6 +89,9 @@ class Runtime:
     topic_arn: str = ""
     # The platform's MLflow servers (FTL_MLFLOW, jobmodel.tracking); empty: no tracking.
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    # The stacks made the model registry's groups (FTL_MODEL_REGISTRY=on): Completed jobs
+    # register (jobmodel.registry), and the models and review actions answer.
+    model_registry: bool = False
 
     def track(
         self, rendered: dict[str, Any], req: SubmitRequest, team: str | None, estimate: float | None
@@ -156,6 +160,7 @@ class Runtime:
             ),
             topic_arn=env.get(ENV_TOPIC_ARN, ""),
             tracking=TrackingConfig.from_env(env),
+            model_registry=env.get(ENV_MODEL_REGISTRY) == "on",
         )
 
 

@@ -17,8 +17,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ftl_ledger.effects import EndEffects, announcer
 from ftl_ledger.ledger import Ledger
+from ftl_ledger.registry import registrar
 from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.remote import map_aws_error
+from jobmodel import PlatformConfig
 from jobmodel import effects as E
 from jobmodel.job import ChangeFor
 
@@ -51,10 +53,14 @@ class Clock:
 
 
 class Announcing(Protocol):
-    """The runtime's end-of-job topic and its client (None: left to the sweep)."""
+    """The runtime's end-of-job topic and its client (None: left to the sweep), and the
+    SageMaker client and platform the model registry's versions are made with (issue 27)."""
 
     sns: Any
     topic_arn: str
+    sagemaker: Any
+    model_registry: bool
+    platform: PlatformConfig
 
 
 class Effects:
@@ -74,7 +80,13 @@ class Effects:
         def publish(**message: Any) -> Any:
             return settings.sns.publish(TopicArn=settings.topic_arn, **message)
 
-        effects = EndEffects(self.writer, {E.ANNOUNCE: announcer(publish)})
+        def sagemaker() -> Any:
+            return settings.sagemaker
+
+        register = registrar(
+            sagemaker if settings.model_registry else None, settings.platform.platform_name
+        )
+        effects = EndEffects(self.writer, {E.ANNOUNCE: announcer(publish), E.REGISTER: register})
         try:
             return effects.complete(job)
         except Exception as err:  # noqa: BLE001 - owed effects stay marked on the record

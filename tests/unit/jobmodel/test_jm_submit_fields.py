@@ -183,9 +183,7 @@ def test_a_new_row_reaches_every_reader(monkeypatch: pytest.MonkeyPatch, submit:
     assert "| `note` | string | no | `--note TEXT` | a label, 1 to 20 letters |" in (
         submit_docs.api_table()
     )
-    assert "| `echo` | boolean | no | `--echo` / `--no-echo` |" in (
-        submit_docs.api_table()
-    )
+    assert "| `echo` | boolean | no | `--echo` / `--no-echo` |" in (submit_docs.api_table())
     assert submit_docs.json_schema()["properties"]["note"] == {"type": ["string", "null"]}
 
     from ftl_client.args import build_parser, submit_request
