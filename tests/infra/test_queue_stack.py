@@ -220,12 +220,13 @@ def test_trigger_submits_to_this_queue_only_and_passes_only_the_team_roles(queue
     assert set(_actions(submit)) <= {"batch:SubmitServiceJob", "batch:TerminateServiceJob"}
     for s in statements:
         if "*" in _resources(s):
-            # Describe/ListServiceJobs and ListServiceQuotas take no resource type: only "*"
-            # grants them.
+            # Describe/ListServiceJobs, ListServiceQuotas and ListModelPackages (the model
+            # registry) take no resource type: only "*" grants them.
             assert set(_actions(s)) <= {
                 "batch:DescribeServiceJob",
                 "batch:ListServiceJobs",
                 "servicequotas:ListServiceQuotas",
+                "sagemaker:ListModelPackages",
             }, s
     (passrole,) = [s for s in statements if "iam:PassRole" in _actions(s)]
     roles = _resources(passrole)
