@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ftl_client.client import DEFAULT_STACK, TRANSPORTS
-from jobmodel.contract import JOB_STATUSES
+from jobmodel.contract.statuses import JOB_STATUSES
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}

@@ -34,7 +34,7 @@ from ftl_constructs.settings_parts import (
     teams_setting,
 )
 from jobmodel._rules import is_bucket_name
-from jobmodel.capacity import CapacityConfig
+from jobmodel.capacity.plans import CapacityConfig
 from jobmodel.teams import TeamsConfig
 
 __all__ = [

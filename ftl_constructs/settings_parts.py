@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ftl_constructs.lambda_settings import LambdaSettings, LambdaSettingsError
-from jobmodel.capacity import CapacityConfig, CapacityError
+from jobmodel.capacity.plans import CapacityConfig, CapacityError
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.teams import TeamsConfig, TeamsError
 
@@ -185,7 +185,7 @@ def teams_setting(v: Mapping[str, Any]) -> TeamsConfig:
 
 
 def capacity_setting(v: Mapping[str, Any], teams: TeamsConfig) -> CapacityConfig:
-    """``ftl:trainingPlans``: the platform's training plans (``jobmodel.capacity``)."""
+    """``ftl:trainingPlans``: the platform's training plans (``jobmodel.capacity.plans``)."""
     names = [t.name for t in teams.teams] if teams.enabled else None
     try:
         return CapacityConfig.parse(structured_setting(v, "trainingPlans"), teams=names)

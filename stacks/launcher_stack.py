@@ -17,8 +17,8 @@ from ftl_constructs.launcher import JobLauncher
 from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
-from jobmodel.capacity import CapacityError
-from jobmodel.names import PLATFORM_VERSION, VERSION_OUTPUT
+from jobmodel.capacity.plans import CapacityError
+from jobmodel.contract.names import PLATFORM_VERSION, VERSION_OUTPUT
 from stacks.foundation_stack import FoundationStack
 
 

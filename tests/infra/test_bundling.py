@@ -115,7 +115,7 @@ def test_trigger_bundle_carries_handler_job_model_and_catalog():
     assert (bundle / "ftl_trigger" / "actions.py").is_file()
     assert (bundle / "jobmodel" / "render.py").is_file()
     assert (bundle / "ftl_ledger" / "ledger.py").is_file()
-    assert (bundle / "jobmodel" / "shipped_templates.json").is_file()
+    assert (bundle / "jobmodel" / "templates" / "shipped_templates.json").is_file()
     assert json.loads((bundle / "catalog.json").read_text())["version"] == 1
     assert not list(bundle.rglob("__pycache__"))
     again = lambda_bundle(
@@ -160,8 +160,8 @@ def _job_events_asset_is_self_contained(folder: Path) -> None:
         "ftl_ledger/ledger.py",
         "ftl_ledger/items.py",
         "ftl_ledger/usage.py",
-        "jobmodel/training_state.py",
-        "jobmodel/queue_state.py",
+        "jobmodel/jobs/training_state.py",
+        "jobmodel/jobs/queue_state.py",
     ):
         assert (folder / rel).is_file(), rel
     assert not (folder / "ftl_trigger").exists()

@@ -15,7 +15,12 @@ from botocore.config import Config
 
 from ftl_events.apply import Recorder
 from ftl_ledger.ledger import Ledger
-from jobmodel.names import ENV_CHAIN_FUNCTION, ENV_JOB_TABLE, ENV_PLATFORM_NAME, ENV_TOPIC_ARN
+from jobmodel.contract.names import (
+    ENV_CHAIN_FUNCTION,
+    ENV_JOB_TABLE,
+    ENV_PLATFORM_NAME,
+    ENV_TOPIC_ARN,
+)
 from jobmodel.platform import PlatformConfig
 
 CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})

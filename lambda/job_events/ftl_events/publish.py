@@ -1,4 +1,4 @@
-"""What a recorded observation tells the world: a job's end effects (``jobmodel.effects``),
+"""What a recorded observation tells the world: a job's end effects (``jobmodel.jobs.effects``),
 the announcement on SNS first (the fleet's metric lines are printed by the one writer,
 ``ftl_ledger.writer``).
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ftl_ledger.effects import EndEffects, announcer
-from jobmodel import effects as E
+from jobmodel.jobs import effects as E
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_events.dependencies import Runtime

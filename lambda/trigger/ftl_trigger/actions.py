@@ -35,16 +35,21 @@ from jobmodel import (
     NotFound,
     ValidationError,
 )
-from jobmodel import attempts as A
-from jobmodel import effects as E
-from jobmodel.claims import CLAIM_BOUND_S, SUBMIT_GRACE_S
-from jobmodel.contract import Status
-from jobmodel.errors import CapacityError, Conflict, UpstreamError, aws_error
-from jobmodel.job import Change, ChangeFor
-from jobmodel.names import JOB_INDEX, TEAM_INDEX
-from jobmodel.pricing import cost_usd
-from jobmodel.queries import DESCRIBE_FIELDS, only_fields, validate_job_action, validate_list
-from jobmodel.training_state import from_training_job
+from jobmodel.contract.errors import CapacityError, Conflict, UpstreamError, aws_error
+from jobmodel.contract.names import JOB_INDEX, TEAM_INDEX
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import attempts as A
+from jobmodel.jobs import effects as E
+from jobmodel.jobs.claims import CLAIM_BOUND_S, SUBMIT_GRACE_S
+from jobmodel.jobs.record import Change, ChangeFor
+from jobmodel.jobs.training_state import from_training_job
+from jobmodel.money.pricing import cost_usd
+from jobmodel.requests.queries import (
+    DESCRIBE_FIELDS,
+    only_fields,
+    validate_job_action,
+    validate_list,
+)
 
 LOG = logging.getLogger("ftl.trigger")
 # Added to a CapacityError (direct mode: only CreateTrainingJob raises it).
@@ -172,7 +177,7 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate, CareFlow):
             return self._view(job, detail=True, position=position)
         if job["status"] == SUBMITTING:
             # Its start may still be in flight; a claim that never started is ended as
-            # FailedToStart at the bound (jobmodel.claims), so this answer does not last.
+            # FailedToStart at the bound (jobmodel.jobs.claims), so this answer does not last.
             raise Conflict(
                 f"job {name} is still starting; retry the stop in a few seconds (a job whose "
                 f"start never happened ends as FailedToStart {int(CLAIM_BOUND_S)} seconds "
@@ -345,8 +350,8 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate, CareFlow):
 
 
 def map_aws_error(exc: Exception, call: str) -> JobModelError:
-    """Map an AWS failure to the contract's error types (``jobmodel.errors.aws_error``); the
-    message names the call, and a capacity error says how to queue instead."""
+    """Map an AWS failure to the contract's error types (``jobmodel.contract.errors.aws_error``);
+    the message names the call, and a capacity error says how to queue instead."""
     if not isinstance(exc, ClientError):
         return UpstreamError(f"{call} failed: {type(exc).__name__}: {exc}")
     error = exc.response.get("Error", {})

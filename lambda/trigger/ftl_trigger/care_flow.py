@@ -2,10 +2,10 @@
 
 * A job still ``Submitting`` after the grace is looked for by name in its backend (SageMaker,
   or the Batch queue): found, its start is recorded; not found once the claim is
-  ``jobmodel.claims.CLAIM_BOUND_S`` old, it is ended as ``FailedToStart`` (usage given back
+  ``jobmodel.jobs.claims.CLAIM_BOUND_S`` old, it is ended as ``FailedToStart`` (usage given back
   once and token freed, by the one writer). Describe, stop, list, a replay of the token and
   the sweep all look this way (:meth:`CareFlow._recover_submitting`).
-* A job that owes end effects (``jobmodel.effects``: the announcement) has them done by
+* A job that owes end effects (``jobmodel.jobs.effects``: the announcement) has them done by
   whichever of those holds the record next (:meth:`CareFlow._complete_effects`); the trigger's
   own writes that end a job do them at once.
 * The ``sweep`` action (door ``sweep``: an EventBridge schedule) reads the ledger's sparse
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from ftl_ledger.effects import EndEffects, announcer
 from ftl_trigger.submit import RECORD_PENDING
-from jobmodel import claims as CL
-from jobmodel import effects as E
-from jobmodel.attempts import current_training_job
-from jobmodel.contract import Status
-from jobmodel.errors import JobModelError, UpstreamError
-from jobmodel.job import Change, ChangeFor
+from jobmodel.contract.errors import JobModelError, UpstreamError
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import claims as CL
+from jobmodel.jobs import effects as E
+from jobmodel.jobs.attempts import current_training_job
+from jobmodel.jobs.record import Change, ChangeFor
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger

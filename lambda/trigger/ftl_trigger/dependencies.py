@@ -18,10 +18,10 @@ from ftl_trigger import aws
 from ftl_trigger.prices import LivePrices
 from ftl_trigger.service_quotas import LiveQuotas
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
-from jobmodel.capacity import CapacityConfig
-from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
-from jobmodel.pricing import PriceTable
-from jobmodel.scheduler import SchedulerConfig
+from jobmodel.capacity.plans import CapacityConfig
+from jobmodel.capacity.scheduler import SchedulerConfig
+from jobmodel.contract.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
+from jobmodel.money.pricing import PriceTable
 from jobmodel.teams import TeamsConfig
 
 # Explicit retries (boto3's default mode is still "legacy"): standard mode retries throttling
@@ -80,7 +80,7 @@ class Runtime:
     # The account's SageMaker quotas (Service Quotas), for quota-aware submit; None: unchecked.
     quotas: LiveQuotas | None = None
     # The topic that announces a job's end (FTL_TOPIC_ARN) and its client: the trigger makes
-    # the end effects its own writes owe (jobmodel.effects). None: left to the sweep.
+    # the end effects its own writes owe (jobmodel.jobs.effects). None: left to the sweep.
     sns: Any = None
     topic_arn: str = ""
 

@@ -1,6 +1,6 @@
 """One look at the job queue per request: positions, and for queued jobs the estimated start.
 
-The estimate (``jobmodel.queue_eta``) needs the queue's order (one GetJobQueueSnapshot, the
+The estimate (``jobmodel.capacity.queue_eta``) needs the queue's order (one GetJobQueueSnapshot, the
 call positions already make), the jobs that hold instances and the jobs waiting (one
 ListServiceJobs per status: ``SCHEDULED``, ``STARTING``, ``RUNNING``, ``RUNNABLE``), and each
 of those jobs' limits from the ledger (one BatchGetItem per 100 jobs). They are gathered once
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
-from jobmodel.chain import ledger_job_of_attempt
-from jobmodel.errors import JobModelError
-from jobmodel.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
+from jobmodel.capacity.chain import ledger_job_of_attempt
+from jobmodel.capacity.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
+from jobmodel.contract.errors import JobModelError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger

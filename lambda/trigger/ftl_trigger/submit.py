@@ -26,15 +26,15 @@ from jobmodel import (
     request_hash,
     validate_submit,
 )
-from jobmodel import attempts as A
-from jobmodel import chain as C
-from jobmodel import claims as CL
-from jobmodel import quotas as Q
-from jobmodel.capacity import SPOT
-from jobmodel.contract import Status
-from jobmodel.job import Change, ChangeFor
-from jobmodel.pricing import estimate_max_cost_usd
-from jobmodel.request import SubmitRequest
+from jobmodel.capacity import chain as C
+from jobmodel.capacity.plans import SPOT
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import attempts as A
+from jobmodel.jobs import claims as CL
+from jobmodel.jobs.record import Change, ChangeFor
+from jobmodel.money import limits as Q
+from jobmodel.money.pricing import estimate_max_cost_usd
+from jobmodel.requests.submit import SubmitRequest
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
@@ -268,7 +268,7 @@ class SubmitFlow:
         }
         if steps:
             # A chained job: the base request, its steps and attempt 1; the job's rendered
-            # request is the current attempt's (jobmodel.attempts).
+            # request is the current attempt's (jobmodel.jobs.attempts).
             job.update(
                 base_rendered=json.dumps(rendered, sort_keys=True),
                 chain=steps,
@@ -348,7 +348,7 @@ class SubmitFlow:
         here, so a ledger failure is logged, not returned: the answer is the record as the
         ledger holds it (``Submitting``) with ``record_pending`` (:func:`record_pending`), and
         the job events, a replay of the token or a look after the grace
-        (``jobmodel.claims``) record the start."""
+        (``jobmodel.jobs.claims``) record the start."""
         try:
             return self._write(job, change)
         except JobModelError as err:
@@ -380,7 +380,7 @@ class SubmitFlow:
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
         if CL.claim_age_s(job, self.rt.now()) >= CL.REPLAY_START_S:
-            # Too late to start it (a stale claim ends at the bound, jobmodel.claims): look
+            # Too late to start it (a stale claim ends at the bound, jobmodel.jobs.claims): look
             # for it by name as describe does.
             return self._view(self._look_after(job))
         # The first request stopped between its ledger write and SageMaker's (or Batch's)
