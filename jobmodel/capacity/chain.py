@@ -19,8 +19,8 @@ from typing import Any
 
 from ..contract.names import JOB_NAME_TAG_KEY
 from ..instances import INSTANCE_TYPES, efa_environment
-from ..templates._shapes import fail
-from .plans import CHAIN_STEPS, ON_DEMAND, PLAN, SPOT, TrainingPlan
+from ..templates.spec import MAX_PREFERENCES
+from .plans import ON_DEMAND, PLAN, SPOT, TrainingPlan
 
 __all__ = [
     "ATTEMPT_SUFFIX_LEN",
@@ -29,7 +29,6 @@ __all__ = [
     "Step",
     "attempt_name",
     "capacity_failure",
-    "check_chain",
     "ledger_job_of_attempt",
     "plan_chain",
     "preferences",
@@ -37,7 +36,6 @@ __all__ = [
     "worst_case_usd",
 ]
 
-MAX_PREFERENCES = 5  # SageMaker's limit on ResourceConfig.InstancePreferences
 MAX_ATTEMPTS = 9  # an attempt's training job is ``<job>-a<n>`` with one digit
 ATTEMPT_SUFFIX_LEN = len("-a2")
 _ATTEMPT_RE = re.compile(r"(.+-\d{8}-\d{4}-[0-9a-f]{4})-a([2-9])")
@@ -265,61 +263,3 @@ def worst_case_usd(
             dearest = max(dearest, float(price))
         total += dearest * step.instance_count * runtime_seconds / 3600.0
     return round(total, 4), None
-
-
-def check_chain(spec: Any) -> None:
-    """The capacity chain: known steps, each once; preferences among the template's types."""
-    chain = spec.capacity_chain
-    if not isinstance(chain, tuple) or not all(isinstance(k, str) for k in chain):
-        raise fail(spec, "capacity-chain", "capacity_chain must be a list of step names")
-    for kind in chain:
-        if kind not in CHAIN_STEPS:
-            raise fail(
-                spec,
-                "capacity-chain",
-                f"capacity_chain steps are {', '.join(CHAIN_STEPS)}; got {kind!r}",
-            )
-    if len(set(chain)) != len(chain):
-        raise fail(spec, "capacity-chain", "capacity_chain must not repeat a step")
-    if SPOT in chain and not spec.spot:
-        raise fail(spec, "capacity-chain", "a spot step needs spot true")
-    if len(chain) > 1 and not spec.checkpoint:
-        raise fail(
-            spec,
-            "capacity-chain",
-            "a chain of more than one step needs checkpoint true (each attempt resumes from it)",
-        )
-    prefs = spec.instance_preferences
-    if not isinstance(prefs, tuple) or len(prefs) > MAX_PREFERENCES:
-        raise fail(
-            spec,
-            "instance-preferences",
-            f"instance_preferences must be a list of at most {MAX_PREFERENCES} instance types",
-        )
-    if len(set(prefs)) != len(prefs):
-        raise fail(spec, "instance-preferences", "instance_preferences must not repeat a type")
-    for name in prefs:
-        if name not in spec.instance_types:
-            # The distribution's rules (EFA for multi-node, smddp) hold for instance_types.
-            raise fail(
-                spec,
-                "instance-preferences",
-                f"instance_preferences may name only the template's instance_types; {name!r} "
-                "is not one",
-            )
-    if (
-        type(spec.spot_wait_seconds) is not int
-        or not 0 <= spec.spot_wait_seconds <= spec.max_wait_seconds
-    ):
-        raise fail(
-            spec,
-            "spot-wait",
-            f"spot_wait_seconds must be a whole number from 0 to max_wait_seconds "
-            f"{spec.max_wait_seconds}, got {spec.spot_wait_seconds!r}",
-        )
-    if spec.infra_check is not None and type(spec.infra_check) is not bool:
-        raise fail(
-            spec,
-            "infra-check",
-            f"infra_check must be true, false or null, got {spec.infra_check!r}",
-        )

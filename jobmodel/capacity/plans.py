@@ -22,6 +22,7 @@ from typing import Any
 from .. import _rules as R
 from ..contract.names import ENV_CAPACITY
 from ..instances import INSTANCE_TYPES
+from ..templates.spec import CHAIN_STEPS, ON_DEMAND, PLAN, SPOT
 
 __all__ = [
     "CHAIN_STEPS",
@@ -33,10 +34,6 @@ __all__ = [
     "TrainingPlan",
 ]
 
-SPOT = "spot"
-ON_DEMAND = "on-demand"
-PLAN = "training-plan"
-CHAIN_STEPS = (SPOT, ON_DEMAND, PLAN)
 PLAN_KEYS = frozenset(
     {"name", "arn", "instanceType", "instanceCount", "start", "end", "teams", "templates"}
 )

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..contract.errors import TemplateError
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .spec import TemplateSpec
-
-__all__ = ["check_keys", "fail", "freeze_map", "freeze_seq"]
+__all__ = ["Named", "check_keys", "fail", "freeze_map", "freeze_seq"]
 
 
 def freeze_map(value: Any) -> Any:
@@ -52,6 +49,14 @@ def check_keys(
             raise TemplateError(template, "missing-key", f"{what} needs key {key!r}")
 
 
-def fail(spec: TemplateSpec, rule: str, message: str) -> TemplateError:
+class Named(Protocol):
+    """What ``fail`` reads of a template: its name (``TemplateSpec`` is one; this module sits
+    below ``spec``, which imports it)."""
+
+    @property
+    def name(self) -> str: ...
+
+
+def fail(spec: Named, rule: str, message: str) -> TemplateError:
     """The error for ``spec`` breaking ``rule`` (the caller raises it)."""
     return TemplateError(str(spec.name), rule, message)

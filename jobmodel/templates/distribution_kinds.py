@@ -1,26 +1,56 @@
 """One table row per distribution kind: what it renders, what it needs of an instance, and
-its launch rules.
+its launch rules; and ``Distribution``, a template's choice of kind (the rows render it).
 
 Standard library only. The renderer (``render._hyperparameters``), the hyperparameter rules
 (``hyperparameters.DISTRIBUTION_KEYS``: the reserved keys a template may not set and the
-count in its length check), template validation (``distribution.check_distribution``) and
-request validation (``request_parts.instances``) all read :data:`KINDS`, so a new kind is one
-new row here (and a test ties each row's rendered keys to its declared ``keys``).
+count in its length check), template validation (``distribution_rules.check_distribution``)
+and request validation (``requests.submit_parts.instances``) all read :data:`KINDS`, so a new
+kind is one new row here (and a test ties each row's rendered keys to its declared ``keys``).
+``spec`` re-exports ``Distribution`` beside the other template types.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .spec import Distribution
+from ._shapes import check_keys, freeze_map
 
-__all__ = ["KINDS", "DistributionKind"]
+__all__ = ["KINDS", "Distribution", "DistributionKind"]
 
-Render = Callable[["Distribution", str], dict[str, Any]]
+
+@dataclass(frozen=True, slots=True)
+class Distribution:
+    """How the job spreads over processes and nodes (rendered to toolkit hyperparameters)."""
+
+    kind: str = "none"
+    processes_per_host: int | None = None
+    custom_mpi_options: str = ""
+    mp_parameters: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mp_parameters", freeze_map(self.mp_parameters))
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.processes_per_host, self.custom_mpi_options))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "processes_per_host": self.processes_per_host,
+            "custom_mpi_options": self.custom_mpi_options,
+            "mp_parameters": None if self.mp_parameters is None else dict(self.mp_parameters),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, template: str = "?") -> Distribution:
+        check_keys(template, "distribution", d, [f.name for f in fields(cls)], ("kind",))
+        return cls(**d)
+
+
+Render = Callable[[Distribution, str], dict[str, Any]]
 
 
 @dataclass(frozen=True)

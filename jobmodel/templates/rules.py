@@ -1,9 +1,10 @@
 """Template rules: ``validate_template`` and the checks it runs at synth time.
 
 Each rule raises ``TemplateError(template, rule, message)`` with its own rule id (listed
-on ``validate_template``). The hyperparameter rules are in ``hyperparameters`` and the rules
-about how a job starts on real containers in ``distribution_rules``; ``validate_template``
-runs them all, in a fixed order (the first broken rule wins).
+on ``validate_template``). The rules on hyperparameters are in ``hyperparameter_rules``, on
+the capacity chain in ``chain_rules``, and on how a job starts on real containers in
+``distribution_rules``; ``validate_template`` runs them all, in a fixed order (the first
+broken rule wins).
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import _rules as R
-from ..capacity.chain import check_chain
 from ..contract.errors import TemplateError
 from ..contract.names import launcher_tag_count
 from ..instances import INSTANCE_TYPES, efa_environment
 from ._shapes import fail
+from .chain_rules import check_chain
 from .distribution_rules import check_distribution, check_start_rules
-from .hyperparameters import HyperparameterRule, check_hyperparameters
+from .hyperparameter_rules import check_hyperparameters
+from .hyperparameters import HyperparameterRule
 from .spec import (
     INPUT_MODES,
     S3_DISTRIBUTIONS,

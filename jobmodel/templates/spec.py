@@ -17,13 +17,18 @@ from typing import Any
 
 from ..contract.errors import TemplateError
 from ._shapes import check_keys, freeze_map, freeze_seq
-from .distribution_kinds import KINDS
+from .distribution_kinds import KINDS, Distribution
 from .hyperparameters import HyperparameterRule
 
 __all__ = [
+    "CHAIN_STEPS",
     "DISTRIBUTION_KINDS",
     "INPUT_MODES",
+    "MAX_PREFERENCES",
+    "ON_DEMAND",
+    "PLAN",
     "S3_DISTRIBUTIONS",
+    "SPOT",
     "Distribution",
     "InputChannel",
     "TemplateSpec",
@@ -32,35 +37,12 @@ __all__ = [
 DISTRIBUTION_KINDS = tuple(KINDS)  # one row each in ``distribution_kinds.KINDS``
 INPUT_MODES = ("File", "FastFile", "Pipe")
 S3_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
-
-
-@dataclass(frozen=True, slots=True)
-class Distribution:
-    """How the job spreads over processes and nodes (rendered to toolkit hyperparameters)."""
-
-    kind: str = "none"
-    processes_per_host: int | None = None
-    custom_mpi_options: str = ""
-    mp_parameters: Mapping[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mp_parameters", freeze_map(self.mp_parameters))
-
-    def __hash__(self) -> int:
-        return hash((self.kind, self.processes_per_host, self.custom_mpi_options))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "processes_per_host": self.processes_per_host,
-            "custom_mpi_options": self.custom_mpi_options,
-            "mp_parameters": None if self.mp_parameters is None else dict(self.mp_parameters),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, template: str = "?") -> Distribution:
-        check_keys(template, "distribution", d, [f.name for f in fields(cls)], ("kind",))
-        return cls(**d)
+# The steps a template's capacity_chain may name (``capacity.plans`` re-exports them).
+SPOT = "spot"
+ON_DEMAND = "on-demand"
+PLAN = "training-plan"
+CHAIN_STEPS = (SPOT, ON_DEMAND, PLAN)
+MAX_PREFERENCES = 5  # SageMaker's limit on ResourceConfig.InstancePreferences
 
 
 @dataclass(frozen=True, slots=True)
