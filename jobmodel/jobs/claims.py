@@ -18,7 +18,7 @@ keeps the claim. From then on:
 
 A job "needs care" (:func:`needs_care`) while it is ``Submitting`` or owes end effects
 (``effects``): only then does it carry :data:`CARE` = :data:`CARE_VALUE`, the key of the
-ledger's sparse index the sweep reads (``names.CARE_INDEX``).
+ledger's sparse index the sweep reads (``contract.names.CARE_INDEX``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A job's end effects: what must happen once a job has ended, owed durably on its record.
 
-Standard library only. The write that makes a job's status terminal (``job.plan``) also
+Standard library only. The write that makes a job's status terminal (``record.plan``) also
 writes the mark :data:`OWED`: a map from each end effect the job owes to its stable
 deduplication id. An effect is done by whoever next holds the record (the job-events
 function for any later event, the trigger's describe, stop, list, a replay of the token, or

@@ -5,8 +5,8 @@ it (``ftl_ledger.items`` decodes DynamoDB into it). :func:`plan` is the pure hal
 function that changes a job (``ftl_ledger.writer.JobWriter.apply``): a :class:`Change`
 (an observation of the job plus attributes it sets) becomes the attributes to write, merged
 by the order rules (``training_state.merge``, which applies ``queue_state.merge``), with the
-cost and the team's usage settled once (``quotas.settle``) and the conditions the write needs
-(the revision and the status read). Every writer (submit's start and failed start, describe's
+cost and the team's usage settled once (``money.limits.settle``) and the conditions the write
+needs (the revision and the status read). Every writer (submit's start and failed start, describe's
 refresh, stop, the queue transitions, the job events) describes its change this way, so the
 rules are written once and a transition is applied, settled and published once.
 """
@@ -95,7 +95,7 @@ class JobRecord(TypedDict, total=False):
     stop_requested: bool
     prior_cost_usd: float
     base_rendered: str
-    # settlement (``quotas.settle``)
+    # settlement (``money.limits.settle``)
     cost_usd: float
     usage_released: bool
     usage_spend_usd: float

@@ -1,5 +1,5 @@
 """Reading one field of a JSON request: optional fields, integers in range, objects, and the
-sorted keys and ``field.key`` names that error messages use (``request_parts`` uses them)."""
+sorted keys and ``field.key`` names that error messages use (``submit_parts`` uses them)."""
 
 from __future__ import annotations
 
