@@ -178,7 +178,7 @@ def _profile_breakdown(asset: Path, out: Path) -> dict[str, float]:
         ),
         "endpoint resolver (endpoints.json)": ("botocore/session.py", "create_default_resolver"),
         "event handler registration": ("botocore/hooks.py", "register"),
-        "load_catalog": ("jobmodel/catalog.py", "load_catalog"),
+        "load_catalog": ("jobmodel/templates/catalog.py", "load_catalog"),
     }
     result: dict[str, float] = {}
     for label, (path, func) in wanted.items():

@@ -331,7 +331,7 @@ def cmd_prep(args) -> int:
 
 
 def template(name: str) -> dict:
-    doc = json.loads((REPO / "jobmodel" / "shipped_templates.json").read_text())
+    doc = json.loads((REPO / "jobmodel" / "templates" / "shipped_templates.json").read_text())
     return next(t for t in doc["templates"] if t["name"] == name)
 
 

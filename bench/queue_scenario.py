@@ -60,8 +60,8 @@ from bench._common import (
     trigger_asset,
     write_json,
 )
-from jobmodel.names import ENV_JOB_TABLE, ENV_TEAM_ROLES
-from jobmodel.scheduler import SHARE_DECAY_SECONDS, SchedulerConfig
+from jobmodel.capacity.scheduler import SHARE_DECAY_SECONDS, SchedulerConfig
+from jobmodel.contract.names import ENV_JOB_TABLE, ENV_TEAM_ROLES
 from jobmodel.teams import Team, TeamsConfig
 from testsupport import ACCOUNT, TRIGGER_ENV, create_ledger_table
 

@@ -38,7 +38,7 @@ from bench._common import (
     trigger_asset,
     write_json,
 )
-from jobmodel.scheduler import SchedulerConfig
+from jobmodel.capacity.scheduler import SchedulerConfig
 from testsupport import ACCOUNT, REGION, TRIGGER_ENV
 
 QUEUE_ARN = f"arn:aws:batch:{REGION}:{ACCOUNT}:job-queue/ftl-training"

@@ -8,7 +8,7 @@ the deployed functions' code runs in-process too (``sandbox.runner.DeployedFunct
 
 * **Callers**: ``CALLERS`` threads over three teams submit (each with a client token, retried
   with the same token after an error), describe, list and stop their team's jobs. Every
-  answer must be a job, a list or a contract error (``jobmodel.errors``); an internal error
+  answer must be a job, a list or a contract error (``jobmodel.contract.errors``); an internal error
   (a stack trace's stand-in) counts as a failure.
 * **Faults**: botocore ``before-send`` hooks on the deployed functions' clients fail
   ``faults`` of their calls, drawn from a seeded generator: throttling (400), 5xx, a timeout
@@ -18,7 +18,7 @@ the deployed functions' code runs in-process too (``sandbox.runner.DeployedFunct
   outbox), each delivered one to three times in shuffled order; a delivery that fails is
   delivered again later, up to EventBridge's 8 retries.
 * **The end**: faults off, the events drained, the functions' clock moved past the claim bound
-  (``jobmodel.claims``) and the sweep run, as the schedule would.
+  (``jobmodel.jobs.claims``) and the sweep run, as the schedule would.
 
 Invariants (``Result.problems``): no job lost (a token's answer names a ledger job), none
 duplicated (one ledger job per token, one training job or service job per ledger job), none
@@ -52,10 +52,10 @@ import urllib3
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 
-from jobmodel import claims as CL
-from jobmodel import effects as E
-from jobmodel.contract import TERMINAL_STATUSES
-from jobmodel.errors import HTTP_STATUS
+from jobmodel.contract.errors import HTTP_STATUS
+from jobmodel.contract.statuses import TERMINAL_STATUSES
+from jobmodel.jobs import claims as CL
+from jobmodel.jobs import effects as E
 from sandbox.deploy import ACCOUNT, REGION
 from sandbox.runner import DeployedFunction
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ftl_client.client import DEFAULT_STACK, TRANSPORTS
-from jobmodel.contract import JOB_STATUSES
-from jobmodel.submit_fields import FIELDS
+from jobmodel.contract.statuses import JOB_STATUSES
+from jobmodel.requests.submit_fields import FIELDS
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# How ``ftl`` reads each kind of ``CliFlag.value`` (jobmodel.submit_fields).
+# How ``ftl`` reads each kind of ``CliFlag.value`` (jobmodel.requests.submit_fields).
 _FLAG_VALUES: dict[str, dict[str, Any]] = {
     "text": {},
     "int": {"type": int},

@@ -26,7 +26,7 @@ from ftl_client.args import (
     submit_request,
 )
 from ftl_client.client import LauncherClient, LauncherError, Progress
-from jobmodel.contract import TERMINAL_STATUSES
+from jobmodel.contract.statuses import TERMINAL_STATUSES
 
 # build_parser and the argument types live in ftl_client.args; imported from here still.
 __all__ = ["build_parser", "main", "parse_value", "seconds"]

@@ -23,9 +23,9 @@ from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
 from ftl_client import transport
 from ftl_client.errors import LauncherError, aws_code, aws_error, aws_message
 from ftl_client.progress import Progress, parse_time
-from jobmodel.contract import TERMINAL_STATUSES
-from jobmodel.names import TRAINING_LOG_GROUP
-from jobmodel.routes import route_for
+from jobmodel.contract.names import TRAINING_LOG_GROUP
+from jobmodel.contract.routes import route_for
+from jobmodel.contract.statuses import TERMINAL_STATUSES
 
 DEFAULT_STACK = "ftl-launcher"
 TRANSPORTS = ("invoke", "http")

@@ -23,7 +23,7 @@ from ftl_client.text import (
     waited,
     when,
 )
-from jobmodel.contract import TERMINAL_STATUSES
+from jobmodel.contract.statuses import TERMINAL_STATUSES
 
 __all__ = [
     "ProgressDisplay",

@@ -23,15 +23,15 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ftl_client import doctor_checks as D
 from ftl_client.client import LauncherClient, LauncherError
 from ftl_client.errors import aws_code, aws_error, aws_message
-from jobmodel import service_quotas as SQ
-from jobmodel.catalog import shipped_catalog
-from jobmodel.names import (
+from jobmodel.capacity import service_quotas as SQ
+from jobmodel.contract.names import (
     CDK_DEFAULT_QUALIFIER,
     CDK_QUALIFIER_CONTEXT,
     PLATFORM_VERSION,
     VERSION_OUTPUT,
     cdk_bootstrap_parameter,
 )
+from jobmodel.templates.catalog import shipped_catalog
 
 
 @dataclass

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobmodel import regions
-from jobmodel import service_quotas as SQ
-from jobmodel.names import BATCH_SLR, BATCH_SLR_SERVICE, CDK_MIN_BOOTSTRAP_VERSION
+from jobmodel.capacity import service_quotas as SQ
+from jobmodel.contract.names import BATCH_SLR, BATCH_SLR_SERVICE, CDK_MIN_BOOTSTRAP_VERSION
 
 OK, WARN, BLOCK, UNKNOWN = "ok", "warn", "block", "unknown"
 

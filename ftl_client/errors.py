@@ -1,6 +1,6 @@
 """The client's errors: the contract's error object as :class:`LauncherError`, and the
 failures before the launcher answered. Statuses and which types a caller can fix come from
-the contract's one table (``jobmodel.errors``).
+the contract's one table (``jobmodel.contract.errors``).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError, NoCredentialsError
 
-from jobmodel.errors import ERROR_TYPES, HTTP_STATUS
+from jobmodel.contract.errors import ERROR_TYPES, HTTP_STATUS
 
 # Errors the caller can fix by changing the request or the client's configuration.
 CLIENT_ERRORS = frozenset(

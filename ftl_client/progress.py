@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from jobmodel.contract import TERMINAL_STATUSES
-from jobmodel.training_state import count_interruptions
+from jobmodel.contract.statuses import TERMINAL_STATUSES
+from jobmodel.jobs.training_state import count_interruptions
 
 SUCCEEDED = "Completed"
 
@@ -54,7 +54,7 @@ class Progress:
 
         Spot interruptions: the launcher's count (``spot_interruptions``, from SageMaker's
         secondary status transitions) or the entries into ``Interrupted`` seen by polling,
-        whichever is larger; both counted by the one rule in ``jobmodel.training_state``.
+        whichever is larger; both counted by the one rule in ``jobmodel.jobs.training_state``.
         """
         before = (self.status, self.secondary_status) if self.polls else None
         self.job = job

@@ -11,7 +11,7 @@ so nothing here polls an API. Widgets:
 - jobs started, completed, failed and stopped;
 - spot savings per team (USD);
 - month-to-date spend per team against its ``monthly_budget_usd`` (a horizontal line);
-- in queue mode, each team's Batch share (``jobmodel.scheduler.share_of``).
+- in queue mode, each team's Batch share (``jobmodel.capacity.scheduler.share_of``).
 
 Alarms: for each team with a monthly budget, one at 80% and one at 100% of it on the team's
 ``MonthSpendUsd`` (missing data keeps the last state: spend only changes when a job ends),
@@ -37,8 +37,8 @@ from aws_cdk import (
 )
 from constructs import Construct
 
+from jobmodel.capacity.scheduler import share_of
 from jobmodel.fleet_metrics import DEFAULT_TEAM, NAMESPACE
-from jobmodel.scheduler import share_of
 from jobmodel.teams import TeamsConfig
 
 from .settings import QueueSettings
@@ -171,8 +171,8 @@ class FleetDashboard(Construct):
 
     # ----------------------------------------------------------------- widgets
     def _shares_text(self, teams: TeamsConfig, share_policy: str) -> aws_cloudwatch.TextWidget:
-        """Each team's Batch share (``jobmodel.scheduler.share_of``), as Batch's console and
-        ``ListServiceJobs`` show it."""
+        """Each team's Batch share (``jobmodel.capacity.scheduler.share_of``), as Batch's
+        console and ``ListServiceJobs`` show it."""
         owners: list[str | None] = [t.name for t in teams.teams] if teams.enabled else [None]
         field = "quotaShareName" if share_policy == "quotashare" else "shareIdentifier"
         rows = "\n".join(f"| {o or '(all jobs)'} | `{share_of(o, share_policy)}` |" for o in owners)

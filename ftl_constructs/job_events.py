@@ -19,7 +19,7 @@ from constructs import Construct
 from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT
 from ftl_constructs.nag import acknowledge, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
-from jobmodel.names import ENV_CHAIN_FUNCTION, ENV_JOB_TABLE, ENV_TOPIC_ARN
+from jobmodel.contract.names import ENV_CHAIN_FUNCTION, ENV_JOB_TABLE, ENV_TOPIC_ARN
 
 EVENT_DETAIL_TYPE = "SageMaker Training Job State Change"
 BATCH_EVENT_SOURCE = "aws.batch"

@@ -7,8 +7,8 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from jobmodel.claims import CARE
-from jobmodel.names import CARE_INDEX, JOB_INDEX, TEAM_INDEX
+from jobmodel.contract.names import CARE_INDEX, JOB_INDEX, TEAM_INDEX
+from jobmodel.jobs.claims import CARE
 
 
 def ledger_table(scope: Construct, key: kms.IKey) -> dynamodb.Table:
@@ -37,7 +37,7 @@ def ledger_table(scope: Construct, key: kms.IKey) -> dynamodb.Table:
         sort_key=dynamodb.Attribute(name="gsi_sk", type=dynamodb.AttributeType.STRING),
     )
     # The jobs the sweep looks after, oldest first (sparse: only jobs still claimed or owing
-    # end effects carry the key, ``jobmodel.claims.needs_care``).
+    # end effects carry the key, ``jobmodel.jobs.claims.needs_care``).
     table.add_global_secondary_index(
         index_name=CARE_INDEX,
         partition_key=dynamodb.Attribute(name=CARE, type=dynamodb.AttributeType.STRING),

@@ -8,7 +8,7 @@ L1 resources (CloudFormation ``AWS::Batch::*``):
   that does not fit waits ``RUNNABLE``.
 - ``AWS::Batch::JobQueue`` of type ``SAGEMAKER_TRAINING`` on that environment, with one
   ``JobStateTimeLimitAction`` per reason Batch can act on
-  (``jobmodel.queue_state.HEAD_LIMIT_REASONS``, plus the quota-share limit with
+  (``jobmodel.jobs.queue_state.HEAD_LIMIT_REASONS``, plus the quota-share limit with
   ``quotashare``): a job ``RUNNABLE`` at the head of the queue for longer than
   ``ftl:queueHeadTimeoutMinutes`` because SageMaker has no capacity for it or it needs more
   than the environment's (or its quota share's) limit is terminated (``TERMINATE``, the only
@@ -44,9 +44,9 @@ from collections.abc import Sequence
 from aws_cdk import ArnFormat, Stack, aws_batch, aws_iam
 from constructs import Construct
 
-from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, DEFAULT_SHARE
-from jobmodel.queue_state import HEAD_LIMIT_REASONS, QUOTA_LIMIT_REASON
-from jobmodel.scheduler import SHARE_DECAY_SECONDS, share_of
+from jobmodel.capacity.scheduler import SHARE_DECAY_SECONDS, share_of
+from jobmodel.contract.names import BATCH_TRAINING_JOB_PREFIX, DEFAULT_SHARE
+from jobmodel.jobs.queue_state import HEAD_LIMIT_REASONS, QUOTA_LIMIT_REASON
 from jobmodel.teams import TeamsConfig
 
 from .nag import acknowledge_resource
@@ -90,7 +90,7 @@ class JobQueue(Construct):
         super().__init__(scope, construct_id)
         self.settings = settings
         self.share_policy = settings.share_policy
-        # Each team's share (jobmodel.scheduler.share_of), or the single-team platform's.
+        # Each team's share (jobmodel.capacity.scheduler.share_of), or the single-team platform's.
         owners: list[str | None] = [t.name for t in teams.teams] if teams.enabled else [None]
         self.share_names: tuple[str, ...] = tuple(share_of(o, self.share_policy) for o in owners)
         self.service_environment = aws_batch.CfnServiceEnvironment(

@@ -22,8 +22,8 @@ from aws_cdk import aws_kms as kms
 
 from ftl_constructs.nag import acknowledge
 from jobmodel import TemplateSpec
+from jobmodel.contract.names import PLATFORM_TAG_KEY, TEAM_TAG_KEY
 from jobmodel.instances import INSTANCE_TYPES
-from jobmodel.names import PLATFORM_TAG_KEY, TEAM_TAG_KEY
 
 PLATFORM_TAG = PLATFORM_TAG_KEY
 TEAM_TAG = TEAM_TAG_KEY

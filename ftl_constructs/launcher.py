@@ -35,9 +35,9 @@ from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
 from jobmodel import TemplateSpec, dump_catalog
-from jobmodel.capacity import CapacityConfig
-from jobmodel.claims import SWEEP_MINUTES, TRIGGER_TIMEOUT_S
-from jobmodel.names import (
+from jobmodel.capacity.plans import CapacityConfig
+from jobmodel.capacity.scheduler import SchedulerConfig
+from jobmodel.contract.names import (
     CARE_INDEX,
     CHAIN_ALIAS,
     ENV_JOB_TABLE,
@@ -50,8 +50,8 @@ from jobmodel.names import (
     SWEEP_ALIAS,
     TEAM_INDEX,
 )
+from jobmodel.jobs.claims import SWEEP_MINUTES, TRIGGER_TIMEOUT_S
 from jobmodel.platform import PlatformConfig
-from jobmodel.scheduler import SchedulerConfig
 from jobmodel.teams import TeamsConfig
 
 # Queue mode keeps these launch statements (Batch, not the trigger, creates the jobs).
@@ -72,7 +72,8 @@ class JobLauncher(Construct):
         function: the trigger Lambda.
         version: its published version (aliases point at it).
         http_alias: the ``http`` alias, the only function the HTTP API invokes.
-        api: the HTTP API; ``api_url`` its invoke URL; ``routes`` its routes (``jobmodel.routes``).
+        api: the HTTP API; ``api_url`` its invoke URL; ``routes`` its routes
+            (``jobmodel.contract.routes``).
         source_asset: the training source (``sourcedir.tar.gz``) as an S3 asset.
         environment: the trigger's environment.
         shared_environment: the part of it the job-events function needs too.
@@ -247,7 +248,7 @@ class JobLauncher(Construct):
         )
 
     def _sweep(self) -> None:
-        """The sweep's door (jobmodel.claims): every SWEEP_MINUTES an EventBridge schedule
+        """The sweep's door (jobmodel.jobs.claims): every SWEEP_MINUTES an EventBridge schedule
         invokes the ``sweep`` alias, which only it may invoke, with the sweep action. A missed
         sweep is not retried: the next one does its work."""
         self.sweep_alias = lambda_.Alias(
@@ -273,7 +274,7 @@ class JobLauncher(Construct):
         )
 
     def announce_on(self, topic: sns.ITopic) -> None:
-        """The trigger announces the ends it records (jobmodel.effects) on ``topic``."""
+        """The trigger announces the ends it records (jobmodel.jobs.effects) on ``topic``."""
         self.function.add_environment(ENV_TOPIC_ARN, topic.topic_arn)
         self.trigger.policy.add_statements(
             iam.PolicyStatement(

@@ -18,7 +18,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ftl_constructs.settings import ApiSettings
-from jobmodel.routes import ROUTES, Route
+from jobmodel.contract.routes import ROUTES, Route
 
 
 @dataclass(frozen=True)

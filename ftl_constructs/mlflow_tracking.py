@@ -21,7 +21,7 @@ from constructs import Construct
 
 from ftl_constructs.nag import acknowledge_resource
 from ftl_constructs.training_role import SAGEMAKER_SERVICE, TrainingRole
-from jobmodel.tracking import SHARED, TrackingConfig, is_app
+from jobmodel.after_training.tracking import SHARED, TrackingConfig, is_app
 
 # What the entrypoint's MLflow client calls (training/ftl_train/tracking.py): find or create
 # the experiment, find, create, continue and end the run, log params, metrics and tags (all

@@ -11,7 +11,12 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge, acknowledge_resource
-from jobmodel.registry import APPROVAL_STATUSES, ENV_MODEL_REGISTRY, PENDING, group_name
+from jobmodel.after_training.registry import (
+    APPROVAL_STATUSES,
+    ENV_MODEL_REGISTRY,
+    PENDING,
+    group_name,
+)
 from jobmodel.teams import TeamsConfig
 
 APPROVAL_KEY = "sagemaker:ModelApprovalStatus"
@@ -19,7 +24,8 @@ APPROVAL_KEY = "sagemaker:ModelApprovalStatus"
 
 class ModelRegistry(Construct):
     """A model package group per team and template (a single-team deployment: per template),
-    named ``jobmodel.registry.group_name`` (``<platform>-[<team>-]<template>``), tagged with
+    named ``jobmodel.after_training.registry.group_name`` (``<platform>-[<team>-]<template>``),
+    tagged with
     the platform, team and template. The groups carry no resource policy: nothing outside
     this account is granted, and team members get no SageMaker rights on any group (they read
     their team's versions through the launcher's ``models`` action, which filters by team).
@@ -92,7 +98,8 @@ class ModelRegistry(Construct):
         )
         reason = (
             "The model package groups are named '<platform>-[<team>-]<template>' "
-            "(jobmodel.registry.group_name) and their versions get numbers at run time; "
+            "(jobmodel.after_training.registry.group_name) and their versions get numbers at run "
+            "time; "
             "creation is pinned to PendingManualApproval by condition."
         )
         acknowledge_resource(policy, groups, reason)

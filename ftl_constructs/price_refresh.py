@@ -14,7 +14,7 @@ from constructs import Construct
 from ftl_constructs.bundling import LEDGER_PACKAGE, ROOT
 from ftl_constructs.nag import acknowledge, checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
-from jobmodel.price_list import price_item_key
+from jobmodel.money.price_list import price_item_key
 
 # The CloudFormation event after each deploy of a stack (EventBridge, default bus).
 STACK_EVENT_SOURCE = "aws.cloudformation"

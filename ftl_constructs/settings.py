@@ -35,9 +35,9 @@ from ftl_constructs.settings_parts import (
     teams_setting,
 )
 from jobmodel._rules import is_bucket_name
-from jobmodel.capacity import CapacityConfig
+from jobmodel.after_training.tracking import TrackingConfig
+from jobmodel.capacity.plans import CapacityConfig
 from jobmodel.teams import TeamsConfig
-from jobmodel.tracking import TrackingConfig
 
 __all__ = [
     "ApiSettings",

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ftl_constructs.lambda_settings import LambdaSettings, LambdaSettingsError
-from jobmodel.capacity import CapacityConfig, CapacityError
+from jobmodel.after_training.tracking import TrackingConfig, TrackingError
+from jobmodel.capacity.plans import CapacityConfig, CapacityError
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.teams import TeamsConfig, TeamsError
-from jobmodel.tracking import TrackingConfig, TrackingError
 
 CONTEXT_PREFIX = "ftl:"
 
@@ -186,7 +186,7 @@ def teams_setting(v: Mapping[str, Any]) -> TeamsConfig:
 
 
 def capacity_setting(v: Mapping[str, Any], teams: TeamsConfig) -> CapacityConfig:
-    """``ftl:trainingPlans``: the platform's training plans (``jobmodel.capacity``)."""
+    """``ftl:trainingPlans``: the platform's training plans (``jobmodel.capacity.plans``)."""
     names = [t.name for t in teams.teams] if teams.enabled else None
     try:
         return CapacityConfig.parse(structured_setting(v, "trainingPlans"), teams=names)
@@ -195,7 +195,8 @@ def capacity_setting(v: Mapping[str, Any], teams: TeamsConfig) -> CapacityConfig
 
 
 def mlflow_setting(v: Mapping[str, Any], teams: TeamsConfig) -> TrackingConfig:
-    """``ftl:mlflow``: the MLflow tracking servers jobs log to (``jobmodel.tracking``)."""
+    """``ftl:mlflow``: the MLflow tracking servers jobs log to
+    (``jobmodel.after_training.tracking``)."""
     names = [t.name for t in teams.teams] if teams.enabled else None
     try:
         return TrackingConfig.parse(structured_setting(v, "mlflow"), teams=names)

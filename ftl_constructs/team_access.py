@@ -21,7 +21,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge, acknowledge_resource
-from jobmodel.names import (
+from jobmodel.contract.names import (
     ADMIN_ALIAS,
     BATCH_SLR,
     BATCH_SLR_SERVICE,
@@ -31,7 +31,7 @@ from jobmodel.names import (
     cdk_bootstrap_parameter,
     team_alias_name,
 )
-from jobmodel.routes import Route
+from jobmodel.contract.routes import Route
 from jobmodel.teams import TeamsConfig
 
 __all__ = ["ADMIN_ALIAS", "TeamAccess", "output_id", "team_alias_name"]

@@ -13,7 +13,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge, acknowledge_resource
-from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, TRAINING_LOG_GROUP
+from jobmodel.contract.names import BATCH_TRAINING_JOB_PREFIX, TRAINING_LOG_GROUP
 
 SAGEMAKER_SERVICE = "sagemaker.amazonaws.com"
 

@@ -1,15 +1,27 @@
 """The job model: instance catalog, templates, request validation, CreateTrainingJob renderer.
 
-Templates: types in ``spec`` and ``hyperparameters``, rules in ``template_rules`` and
-``distribution``, catalog files in ``catalog`` (``templates`` maps them).
+Rooms, bottom layer first; each subpackage's docstring says what it holds and what it may
+import (tests/test_house.py checks it, and that no import cycle exists):
 
-Standard library only: the CDK constructs use it at synth time and the trigger
-Lambda carries a copy at run time.
+- ``contract/``: errors, job statuses, HTTP routes, shared names. Imports nothing.
+- top-level modules: ``_rules`` (checks shared by templates and requests), ``instances``
+  (the instance catalog), ``regions``, ``teams`` (who may do what), ``platform`` (the
+  deployed platform's configuration).
+- ``money/``: prices, costs and estimates, the teams' limits.
+- ``templates/``: template types, their synth-time rules, catalog files.
+- ``requests/``: a caller's submit, read and stop requests, validated.
+- ``render`` (top level): a validated request becomes ``CreateTrainingJob`` kwargs.
+- ``capacity/``: training plans, capacity chains, service quotas, the scheduler, queue ETA.
+- ``jobs/``: the job record and every rule that changes it.
+- ``fleet_metrics`` (top level): the fleet's CloudWatch metrics.
+
+This module re-exports the public surface (``__all__``); new code may import either from
+here or from a name's home. Standard library only: the CDK constructs use it at synth time
+and the Lambda assets carry a copy at run time.
 """
 
-from .catalog import CATALOG_VERSION, dump_catalog, load_catalog, shipped_catalog
-from .contract import HTTP_STATUS, JOB_STATUSES, SAGEMAKER_STATUSES, TERMINAL_STATUSES
-from .errors import (
+from .capacity.scheduler import SchedulerConfig
+from .contract.errors import (
     ERROR_TYPES,
     CapacityError,
     Conflict,
@@ -22,7 +34,7 @@ from .errors import (
     UpstreamError,
     ValidationError,
 )
-from .hyperparameters import HyperparameterRule
+from .contract.statuses import HTTP_STATUS, JOB_STATUSES, SAGEMAKER_STATUSES, TERMINAL_STATUSES
 from .instances import INSTANCE_TYPES, InstanceType, efa_environment, get_instance_type
 from .platform import PlatformConfig
 from .render import (
@@ -36,10 +48,17 @@ from .render import (
     render_create_training_job,
     request_hash,
 )
-from .request import SUBMIT_FIELDS, SubmitRequest, validate_job_name, validate_submit
-from .scheduler import SchedulerConfig
-from .spec import DISTRIBUTION_KINDS, INPUT_MODES, Distribution, InputChannel, TemplateSpec
-from .template_rules import validate_template
+from .requests.submit import SUBMIT_FIELDS, SubmitRequest, validate_job_name, validate_submit
+from .templates.catalog import CATALOG_VERSION, dump_catalog, load_catalog, shipped_catalog
+from .templates.hyperparameters import HyperparameterRule
+from .templates.rules import validate_template
+from .templates.spec import (
+    DISTRIBUTION_KINDS,
+    INPUT_MODES,
+    Distribution,
+    InputChannel,
+    TemplateSpec,
+)
 
 __all__ = [
     "CATALOG_VERSION",

@@ -32,8 +32,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .pricing import spot_savings_usd
-from .queue_state import waited_seconds
+from .jobs.queue_state import waited_seconds
+from .money.pricing import spot_savings_usd
 
 __all__ = [
     "DIMENSION_SETS",

@@ -9,7 +9,7 @@ from functools import cached_property
 from types import MappingProxyType
 
 from . import _rules as R
-from .names import (
+from .contract.names import (
     ENV_ALLOWED_INPUT_BUCKETS,
     ENV_ARTIFACT_BUCKET,
     ENV_CHECKPOINT_BUCKET,

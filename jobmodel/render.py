@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import _rules as R
-from . import names as N
-from .distribution_kinds import KINDS
-from .errors import TemplateError, ValidationError
+from .contract import names as N
+from .contract.errors import TemplateError, ValidationError
 from .instances import INSTANCE_TYPES, efa_environment
 from .platform import PlatformConfig
-from .request import SubmitRequest, validate_job_name
-from .templates import TemplateSpec
+from .requests.submit import SubmitRequest, validate_job_name
+from .templates.distribution_kinds import KINDS
+from .templates.spec import TemplateSpec
 
 __all__ = [
     "CHECKPOINT_LOCAL_PATH",
@@ -58,7 +58,7 @@ def make_job_name(
     UTC (a naive datetime is read as UTC); ``rand_hex`` is 4 hex digits. With ``team``
     the name starts ``<team>-`` (a prefix that already starts so is not doubled).
     ``reserve``: characters left free after the name (a chained job's attempts are
-    ``<name>-a<n>``, ``jobmodel.chain.attempt_name``).
+    ``<name>-a<n>``, ``jobmodel.capacity.chain.attempt_name``).
     """
     if type(prefix) is not str:
         raise ValidationError("job_name", "job_name must be a string")

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .names import ENV_ADMINS, ENV_TEAMS
+from .contract.names import ENV_ADMINS, ENV_TEAMS
 
 __all__ = [
     "TEAM_NAME_RULE",

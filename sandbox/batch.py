@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobmodel.queue_state import HEAD_LIMIT_REASONS, TIME_LIMIT_TERMINATED
+from jobmodel.jobs.queue_state import HEAD_LIMIT_REASONS, TIME_LIMIT_TERMINATED
 from sandbox.batch_share import ACTIVE, ENDED, dispatch_order
 from sandbox.deploy import ACCOUNT, REGION
 

@@ -220,11 +220,20 @@ def _function_updates_publish() -> None:
     LambdaVersion.create_from_cloudformation_json = classmethod(create_version)
 
 
+def alias_fields(props: dict[str, Any]) -> dict[str, Any]:
+    """moto's create_alias/update_alias arguments from an ``AWS::Lambda::Alias``'s properties."""
+    return {
+        "name": props["Name"],
+        "function_name": props["FunctionName"],
+        "function_version": str(props["FunctionVersion"]),
+        "description": props.get("Description", ""),
+        "routing_config": props.get("RoutingConfig"),
+    }
+
+
 def _alias_updates() -> None:
     from moto.awslambda.models import get_backend
     from moto.cloudformation import parsing
-
-    from sandbox.server import alias_fields
 
     alias_class = parsing.get_model_map()["AWS::Lambda::Alias"]
 

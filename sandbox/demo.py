@@ -16,13 +16,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
-import re
 import sys
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import boto3
 
@@ -30,6 +25,7 @@ from sandbox.batch_api import BatchSandbox
 from sandbox.demo_registry import show_model_version
 from sandbox.deploy import deploy, sandbox_env
 from sandbox.metric_lines import MetricLines
+from sandbox.moto_notices import summary, unsupported_notices
 from sandbox.pricing import refresh_after_deploy
 from sandbox.shell import (
     TEAM_INVOKE_OUTPUT,
@@ -175,52 +171,6 @@ def show_training_job(endpoint: str, job_name: str, table: str) -> None:
     width = max(len(k) for k, _ in rows)
     for key, value in rows:
         print(f"  {key:<{width}}  {value}")
-
-
-_UNSUPPORTED = re.compile(r"Tried to parse (\S+) but it's not supported")
-_NO_SUPPORT_LOG = "No Moto CloudFormation support for %s"  # moto's log line for the same
-
-
-@contextmanager
-def unsupported_notices() -> Iterator[set[str]]:
-    """Collect moto's "Tried to parse <type> but it's not supported" warnings and its "No Moto
-    CloudFormation support for <type>" log lines (one per resource, from any thread) into a
-    set of resource types instead of printing each one."""
-    skipped: set[str] = set()
-    shown = warnings.showwarning
-
-    def log_filter(record: logging.LogRecord) -> bool:
-        if record.msg == _NO_SUPPORT_LOG and record.args:
-            skipped.add(str(record.args[0]))
-            return False
-        return True
-
-    moto_log = logging.getLogger("moto")
-    moto_log.addFilter(log_filter)
-
-    def collect(message: Warning | str, *args: object, **kwargs: object) -> None:
-        match = _UNSUPPORTED.search(str(message))
-        if match:
-            skipped.add(match.group(1))
-        else:
-            shown(message, *args, **kwargs)  # type: ignore[arg-type]
-
-    warnings.showwarning = collect
-    warnings.filterwarnings("always", message="Tried to parse AWS::")
-    try:
-        yield skipped
-    finally:
-        moto_log.removeFilter(log_filter)
-        warnings.showwarning = shown
-        warnings.filterwarnings("ignore", message="Tried to parse AWS::")
-
-
-def summary(skipped: set[str]) -> str:
-    """One line for the resource types the sandbox's CloudFormation does not model."""
-    return (
-        f"the sandbox (moto) does not model {len(skipped)} resource types, skipped: "
-        + ", ".join(sorted(skipped))
-    )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from jobmodel.routes import match
+from jobmodel.contract.routes import match
 from sandbox.deploy import ACCOUNT, REGION
 
 SERVICE = "execute-api"

@@ -27,9 +27,9 @@ from typing import Any
 import boto3
 
 from sandbox.batch_api import BatchSandbox
-from sandbox.demo import summary, unsupported_notices
 from sandbox.deploy import sandbox_env
 from sandbox.metric_lines import MetricLines
+from sandbox.moto_notices import summary, unsupported_notices
 from sandbox.queue_mode import QueueDeployment, deploy_queue
 from sandbox.shell import TEAM_INVOKE_OUTPUT, JobFinisher, serve_forever, teams_context
 

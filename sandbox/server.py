@@ -17,6 +17,8 @@ from typing import Any
 
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
+from sandbox.cfn_updates import alias_fields, apply_update_shims
+
 _patched = False
 
 
@@ -47,8 +49,6 @@ def _apply_shims() -> None:
     _lambda_alias_resources()
     # 6. moto 5.2's UpdateStack: previous parameter values and exports as CloudFormation keeps
     #    them, so a second deploy (an upgrade) runs (sandbox/cfn_updates.py).
-    from sandbox.cfn_updates import apply_update_shims
-
     apply_update_shims()
     # 7. moto 5.2's CloudFormation has no AWS::SageMaker::ModelPackageGroup (the model
     #    registry's groups): create them with moto's SageMaker (sandbox/registry_cfn.py).
@@ -146,17 +146,6 @@ def _lambda_in_process() -> None:
     LambdaBackend.invoke = invoke  # type: ignore[method-assign]
     LambdaFunction.invoke = function_invoke  # type: ignore[method-assign]
     LambdaFunction._invoke_lambda = _invoke_in_process
-
-
-def alias_fields(props: dict[str, Any]) -> dict[str, Any]:
-    """moto's create_alias/update_alias arguments from an ``AWS::Lambda::Alias``'s properties."""
-    return {
-        "name": props["Name"],
-        "function_name": props["FunctionName"],
-        "function_version": str(props["FunctionVersion"]),
-        "description": props.get("Description", ""),
-        "routing_config": props.get("RoutingConfig"),
-    }
 
 
 def _lambda_alias_resources() -> None:

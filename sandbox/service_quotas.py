@@ -25,8 +25,8 @@ import hashlib
 import threading
 from typing import Any
 
+from jobmodel.capacity.service_quotas import SERVICE_CODE, quota_name
 from jobmodel.instances import INSTANCE_TYPES
-from jobmodel.service_quotas import SERVICE_CODE, quota_name
 from sandbox.json_protocol import answer, read_json, signed_for
 
 TARGET_PREFIX = "ServiceQuotasV20190624."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 
 from ftl_constructs.settings import PlatformSettings
-from jobmodel.names import PLATFORM_TAG_KEY
+from jobmodel.contract.names import PLATFORM_TAG_KEY
 from stacks.foundation_stack import FoundationStack
 from stacks.launcher_stack import LauncherStack
 

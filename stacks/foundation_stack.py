@@ -19,7 +19,7 @@ from ftl_constructs.secure_bucket import (
 from ftl_constructs.settings import PlatformSettings, retention_days
 from ftl_constructs.training_network import TrainingNetwork
 from ftl_constructs.training_role import TrainingRole, role_arn_parameter
-from jobmodel.names import PLATFORM_VERSION, VERSION_OUTPUT
+from jobmodel.contract.names import PLATFORM_VERSION, VERSION_OUTPUT
 
 
 class FoundationStack(Stack):

@@ -19,9 +19,9 @@ from ftl_constructs.model_registry import ModelRegistry
 from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
-from jobmodel.capacity import CapacityError
-from jobmodel.names import PLATFORM_VERSION, VERSION_OUTPUT
-from jobmodel.registry import NOT_OFFERED_REGIONS
+from jobmodel.after_training.registry import NOT_OFFERED_REGIONS
+from jobmodel.capacity.plans import CapacityError
+from jobmodel.contract.names import PLATFORM_VERSION, VERSION_OUTPUT
 from stacks.foundation_stack import FoundationStack
 
 
@@ -194,7 +194,7 @@ class LauncherStack(Stack):
 
     def _tracking_environment(self, settings: PlatformSettings) -> None:
         """Issue 27: the MLflow servers tracked jobs log to, in the trigger's environment
-        (``FTL_MLFLOW``, ``jobmodel.tracking``)."""
+        (``FTL_MLFLOW``, ``jobmodel.after_training.tracking``)."""
         teams = [t.name for t in settings.teams.teams]
         config = tracking_config(self, settings.mlflow, settings.name, teams)
         for key, value in config.to_env().items():

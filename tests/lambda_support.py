@@ -14,7 +14,7 @@ from typing import Any
 import boto3
 
 from jobmodel import dump_catalog, shipped_catalog
-from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_PRICES
+from jobmodel.contract.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_PRICES
 from testsupport import ACCOUNT, REGION, TRIGGER_ENV
 from testsupport import IMAGE as FAKE_IMAGE
 from testsupport import create_ledger_table as create_ledger_table  # the tests' import

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobmodel.claims import CARE
-from jobmodel.names import CARE_INDEX, ENV_JOB_TABLE, JOB_INDEX, TEAM_INDEX
+from jobmodel.contract.names import CARE_INDEX, ENV_JOB_TABLE, JOB_INDEX, TEAM_INDEX
+from jobmodel.jobs.claims import CARE
 from jobmodel.platform import PlatformConfig
 from sandbox.deploy import ACCOUNT, REGION
 

@@ -5,7 +5,7 @@ EventBridge delivers SageMaker's ``SageMaker Training Job State Change`` and AWS
 events"). Each is parsed (``ftl_events.parse``), recorded in its job's ledger item
 (``ftl_events.apply``), and a write that was applied prints its fleet metrics (the one writer
 of the job record, ``ftl_ledger.writer``, does). The write that ends a job marks its end
-effects owed (``jobmodel.effects``); every event of the job, new or repeated, then does what
+effects owed (``jobmodel.jobs.effects``); every event of the job, new or repeated, then does what
 the record still owes (``ftl_events.publish``: the announcement), so an announcement that
 failed is made by EventBridge's retry of the event. The ledger code is ``ftl_ledger`` (the
 trigger ships it too), the rules the job model's (``jobmodel``), both in this function's
@@ -22,8 +22,8 @@ from ftl_events.apply import Outcome
 from ftl_events.dependencies import Runtime
 from ftl_events.parse import Malformed, parse
 from ftl_events.publish import complete_effects
-from jobmodel.effects import public_view
-from jobmodel.held_end import held_end
+from jobmodel.jobs.effects import public_view
+from jobmodel.jobs.held_end import held_end
 
 # No level of its own: Lambda sets the root logger from the function's application log
 # level and writes every record as JSON with the request id (PlatformFunction).
@@ -61,7 +61,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
 
 def _newly_held(outcome: Outcome) -> bool:
     """This write held Batch's end of a chained attempt that nothing yet says why
-    (``jobmodel.held_end``): the launcher is asked to look."""
+    (``jobmodel.jobs.held_end``): the launcher is asked to look."""
     return held_end(outcome.after) and not held_end(outcome.before)
 
 

@@ -2,11 +2,11 @@
 
 Runs once a day and after each deploy of the launcher stack (EventBridge rules,
 ``ftl_constructs/price_refresh.py``); any event starts a refresh. It pages through
-``pricing:GetProducts`` (``jobmodel.price_list.get_products_request``) for the function's
+``pricing:GetProducts`` (``jobmodel.money.price_list.get_products_request``) for the function's
 region, keeps the on-demand USD per training instance-hour of each instance type, and writes
 them with the time and the source into the ledger item ``prices#<region>`` (through the
 ledger package ``ftl_ledger``, the one writer of DynamoDB items), which the trigger
-reads over the shipped table and under the ``ftl:prices`` override (``jobmodel.pricing``).
+reads over the shipped table and under the ``ftl:prices`` override (``jobmodel.money.pricing``).
 Nothing is written when the answer holds no price: the last good prices stay.
 """
 
@@ -22,7 +22,7 @@ from typing import Any
 import boto3
 
 from ftl_ledger.ledger import Ledger
-from jobmodel.price_list import (
+from jobmodel.money.price_list import (
     PRICING_API_REGION,
     get_products_request,
     price_item_key,

@@ -23,7 +23,11 @@ from typing import Any
 
 import pytest
 
-from jobmodel.names import BATCH_TRAINING_JOB_PREFIX, ENV_MLFLOW_TRACKING_URI, TRAINING_LOG_GROUP
+from jobmodel.contract.names import (
+    BATCH_TRAINING_JOB_PREFIX,
+    ENV_MLFLOW_TRACKING_URI,
+    TRAINING_LOG_GROUP,
+)
 from tests.infra.synth import synth
 from tests.lambda_support import ROOT, FakeContext, client, load_handler
 from testsupport import create_ledger_table

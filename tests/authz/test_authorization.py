@@ -209,8 +209,8 @@ def test_the_sweep_and_the_ends_the_trigger_announces_are_allowed(name, trigger_
     from datetime import timedelta
 
     from ftl_ledger.items import to_item
-    from jobmodel import claims as CL
-    from jobmodel import effects as E
+    from jobmodel.jobs import claims as CL
+    from jobmodel.jobs import effects as E
     from tests.authz.harness import trigger
     from tests.lambda_support import FakeContext
     from testsupport.authz.record import recording
@@ -337,7 +337,7 @@ def _alias_arn(d: Deployment, alias: str) -> str:
 
 def http_requests(d: Deployment, principal: str) -> list[Request]:
     """``ftl --via http``: one signed request per route of the API (not a botocore call)."""
-    from jobmodel.routes import ROUTES
+    from jobmodel.contract.routes import ROUTES
 
     (api,) = [d.stacks.ref(s, lg) for s, lg, _ in d.stacks.resources("AWS::ApiGatewayV2::Api")]
     out = []

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import jobmodel as jm
 from ftl_trigger import batch
 from ftl_trigger.aws_operations import OPERATIONS
-from jobmodel import chain as C
+from jobmodel.capacity import chain as C
 from jobmodel.teams import Team
 from tests.authz.conftest import deployment
 from tests.authz.harness import CONFIGURATIONS, record_client

@@ -27,7 +27,7 @@ def _requests(d: Any, calls: list[Any]) -> list[Request]:
 @pytest.mark.parametrize("name", ["default", "teams"])
 def test_the_triggers_registry_calls_are_allowed(name, authz_sandbox):
     from ftl_ledger.items import to_item
-    from jobmodel import effects as E
+    from jobmodel.jobs import effects as E
     from testsupport.authz.record import recording
 
     d = deployment(name)

@@ -135,7 +135,8 @@ def _api_submit_fields() -> set[str]:
     return fields
 
 
-# A value ``ftl submit`` takes for each kind of flag (jobmodel.submit_fields.CliFlag.value),
+# A value ``ftl submit`` takes for each kind of flag
+# (jobmodel.requests.submit_fields.CliFlag.value),
 # and the JSON type it must reach the launcher as.
 SAMPLES = {
     "text": (["run-1"], str),
@@ -154,7 +155,7 @@ def test_every_submit_field_of_the_api_has_a_client_flag():
     type; together with the template they name every field of docs/API.md's submit table
     (``action`` is the door's), so a documented field without a flag fails here."""
     from ftl_client.cli import Cli
-    from jobmodel.submit_fields import FIELDS
+    from jobmodel.requests.submit_fields import FIELDS
 
     class Recorder:
         def submit(self, template, **fields):

@@ -12,7 +12,7 @@ import pytest
 
 from ftl_client import LauncherError
 from ftl_client.cli import main
-from jobmodel.contract import JOB_STATUSES
+from jobmodel.contract.statuses import JOB_STATUSES
 from tests.client.support import Stubbed, job
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +159,7 @@ def test_every_name_in_the_exit_table_exits_with_its_row(capsys):
 
 
 def test_every_error_type_the_client_can_raise_is_in_the_table():
-    from jobmodel.errors import ERROR_TYPES
+    from jobmodel.contract.errors import ERROR_TYPES
 
     named = set().union(*_exit_table().values())
     raised = set(ERROR_TYPES) | {"ConfigError", "AwsError", "ConnectionError", "FunctionError"}

@@ -13,8 +13,8 @@ from botocore.stub import Stubber
 from ftl_client import LauncherClient, doctor
 from ftl_client import doctor_checks as D
 from ftl_client.cli import main
-from jobmodel import service_quotas as SQ
-from jobmodel.catalog import shipped_catalog
+from jobmodel.capacity import service_quotas as SQ
+from jobmodel.templates.catalog import shipped_catalog
 
 REGION = "us-east-1"
 

@@ -13,7 +13,7 @@ import pytest
 from ftl_client.cli import main
 from ftl_client.client import QUEUED, queue_order
 from ftl_client.display import queue_table, waited
-from jobmodel.contract import JOB_STATUSES
+from jobmodel.contract.statuses import JOB_STATUSES
 from tests.client.support import Stubbed, job
 
 
@@ -94,7 +94,7 @@ def test_queue_pages_through_queued_jobs_and_prints_them_in_queue_order(capsys):
         ["-", "ml-d"],  # no position: after those with one, oldest first
         ["-", "nlp-c"],
     ]
-    # The team and its Batch share (jobmodel.scheduler.share_of), then the instances.
+    # The team and its Batch share (jobmodel.capacity.scheduler.share_of), then the instances.
     assert rows[0].split()[2:8] == ["nlp-x", "nlpXx", "2", "x", "ml.p4d.24xlarge", "12m"]
     assert "waiting for capacity" in rows[0]
     assert rows[1].split()[7] == "3h05m"

@@ -56,7 +56,8 @@ def test_ftl_queue_shows_the_waiting_jobs_in_dispatch_order(one_slot, capsys):
     header, *rows = capsys.readouterr().out.splitlines()
     assert lam.events == [{"action": "list", "status": "Queued"}]
     assert header.split()[:7] == ["POS", "JOB", "TEAM", "SHARE", "INSTANCES", "WAITED", "REASON"]
-    # a single-team platform: no team, the one share "default" (jobmodel.scheduler.share_of)
+    # a single-team platform: no team, the one share "default"
+    # (jobmodel.capacity.scheduler.share_of)
     assert [row.split()[:4] for row in rows] == [
         ["1", waiting[0], "-", "default"],
         ["2", waiting[1], "-", "default"],

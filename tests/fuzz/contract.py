@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobmodel.errors import HTTP_STATUS
+from jobmodel.contract.errors import HTTP_STATUS
 from tests.expected import JOB_FIELDS
 from tests.lambda_support import http_event
 

@@ -1,12 +1,13 @@
-"""The CDK bootstrap facts ``ftl doctor`` checks (jobmodel.names) are the ones the synthesized
-templates carry: their ``BootstrapVersion`` parameter and ``CheckBootstrapVersion`` rule."""
+"""The CDK bootstrap facts ``ftl doctor`` checks (jobmodel.contract.names) are the ones the
+synthesized templates carry: their ``BootstrapVersion`` parameter and ``CheckBootstrapVersion``
+rule."""
 
 from __future__ import annotations
 
 import pytest
 from aws_cdk import DefaultStackSynthesizer
 
-from jobmodel.names import (
+from jobmodel.contract.names import (
     CDK_DEFAULT_QUALIFIER,
     CDK_MIN_BOOTSTRAP_VERSION,
     cdk_bootstrap_parameter,

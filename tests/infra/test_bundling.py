@@ -115,7 +115,7 @@ def test_trigger_bundle_carries_handler_job_model_and_catalog():
     assert (bundle / "ftl_trigger" / "actions.py").is_file()
     assert (bundle / "jobmodel" / "render.py").is_file()
     assert (bundle / "ftl_ledger" / "ledger.py").is_file()
-    assert (bundle / "jobmodel" / "shipped_templates.json").is_file()
+    assert (bundle / "jobmodel" / "templates" / "shipped_templates.json").is_file()
     assert json.loads((bundle / "catalog.json").read_text())["version"] == 1
     assert not list(bundle.rglob("__pycache__"))
     again = lambda_bundle(
@@ -125,6 +125,45 @@ def test_trigger_bundle_carries_handler_job_model_and_catalog():
         files={"catalog.json": catalog},
     )
     assert again == bundle  # content-addressed: same content, same folder
+
+
+def test_lambda_bundle_carries_every_job_model_file_and_imports_every_module():
+    # The job model is rooms of subpackages with data files beside their loaders: the asset
+    # must carry all of it, and every module must import from the asset alone.
+    package = ROOT / "jobmodel"
+    files = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in package.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+    assert "jobmodel/money/prices.json" in files
+    assert "jobmodel/templates/shipped_templates.json" in files
+    bundle = lambda_bundle("jobmodel-test", code_dir=ROOT / "lambda" / "prices", packages=[package])
+    carried = sorted(
+        p.relative_to(bundle).as_posix() for p in (bundle / "jobmodel").rglob("*") if p.is_file()
+    )
+    assert carried == files
+    modules = [
+        f[: -len(".py")].replace("/", ".").removesuffix(".__init__")
+        for f in files
+        if f.endswith(".py")
+    ]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    module = importlib.import_module(name)\n"
+        f"    assert module.__file__.startswith({str(bundle)!r}), module.__file__\n"
+        "import jobmodel\n"
+        "assert jobmodel.shipped_catalog() and jobmodel.money.pricing.PriceTable\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=bundle,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": "", "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_the_synthesized_assembly_carries_non_empty_code_and_source_assets():
@@ -160,8 +199,8 @@ def _job_events_asset_is_self_contained(folder: Path) -> None:
         "ftl_ledger/ledger.py",
         "ftl_ledger/items.py",
         "ftl_ledger/usage.py",
-        "jobmodel/training_state.py",
-        "jobmodel/queue_state.py",
+        "jobmodel/jobs/training_state.py",
+        "jobmodel/jobs/queue_state.py",
     ):
         assert (folder / rel).is_file(), rel
     assert not (folder / "ftl_trigger").exists()

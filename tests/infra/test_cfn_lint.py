@@ -8,7 +8,7 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 from cfnlint.helpers import REGIONS
 
-from jobmodel.registry import NOT_OFFERED_REGIONS
+from jobmodel.after_training.registry import NOT_OFFERED_REGIONS
 from tests.infra.synth import (
     EXISTING_VPC,
     QUEUE_CONTEXT,
@@ -32,7 +32,8 @@ MODES = {
 # a quota-share deployment needs another region. Every other mode lints in every region.
 NOT_OFFERED = {"queue-teams-quotashare": {"me-central-1"}}
 # AWS::SageMaker::ModelPackageGroup is not offered in these regions: the stacks synthesized
-# there create no model registry (jobmodel.registry.NOT_OFFERED_REGIONS), so this template
+# there create no model registry (jobmodel.after_training.registry.NOT_OFFERED_REGIONS), so this
+# template
 # (synthesized for another region) is not the one deployed there.
 NOT_OFFERED = {mode: NOT_OFFERED.get(mode, set()) | NOT_OFFERED_REGIONS for mode in MODES}
 

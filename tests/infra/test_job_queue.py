@@ -224,7 +224,8 @@ def test_dashboard_and_alarms(fair):
         "MonthSpendUsd",
         "RUNNING_SUM",
         "team-a budget",
-        # Each team's Batch share, as the queue's jobs carry it (jobmodel.scheduler.share_of)
+        # Each team's Batch share, as the queue's jobs carry it
+        # (jobmodel.capacity.scheduler.share_of)
         "Batch shares (fairshare)",
         "| team-a | `teamXa` |",
     ):

@@ -10,10 +10,10 @@ from aws_cdk.assertions import Match
 
 from ftl_constructs.job_template import TrainingJobTemplate
 from jobmodel import TemplateError, shipped_catalog
+from jobmodel.capacity.scheduler import SchedulerConfig
+from jobmodel.contract.routes import ROUTES
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.platform import PlatformConfig
-from jobmodel.routes import ROUTES
-from jobmodel.scheduler import SchedulerConfig
 from tests.infra.synth import template
 
 

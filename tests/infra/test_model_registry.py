@@ -11,7 +11,7 @@ import re
 import pytest
 from aws_cdk.assertions import Match
 
-from jobmodel.registry import group_name
+from jobmodel.after_training.registry import group_name
 from tests.infra.synth import TEAMS_CONTEXT, template
 
 GROUP = "AWS::SageMaker::ModelPackageGroup"

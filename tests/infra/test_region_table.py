@@ -7,7 +7,7 @@ import botocore.session
 
 from ftl_constructs.job_template import resolve_template_image
 from jobmodel import regions
-from jobmodel.catalog import shipped_catalog
+from jobmodel.templates.catalog import shipped_catalog
 
 
 def test_sagemaker_and_batch_regions_are_botocores():

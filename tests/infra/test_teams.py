@@ -9,7 +9,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from ftl_constructs.settings import ContextError
-from jobmodel.routes import ROUTES
+from jobmodel.contract.routes import ROUTES
 from stacks.assembly import build_platform
 from tests.infra.synth import BASE_CONTEXT, TEAMS_CONTEXT, template
 

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import boto3
 import pytest
 
-from jobmodel.queue_state import from_service_job
+from jobmodel.jobs.queue_state import from_service_job
 from sandbox.batch import BatchStandIn
 from sandbox.batch_api import BatchSandbox
 from tests.lambda_support import ROOT
@@ -259,7 +259,7 @@ def test_batch_checks_the_request(sandbox):
 def test_stand_in_events_fold_into_the_ledger_in_any_order(sandbox):
     """The stand-in's events, mapped and merged as the job-events path will, in reverse
     order and twice over, leave the same ledger state as in order."""
-    from jobmodel.queue_state import merge
+    from jobmodel.jobs.queue_state import merge
 
     batch = _client(sandbox, "batch")
     q = queue(sandbox, capacity=2)

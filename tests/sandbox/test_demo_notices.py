@@ -6,7 +6,7 @@ import logging
 import threading
 import warnings
 
-from sandbox.demo import summary, unsupported_notices
+from sandbox.moto_notices import summary, unsupported_notices
 
 
 def _moto_like(resource_type: str) -> None:

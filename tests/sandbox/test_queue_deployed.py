@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-import jobmodel.errors
-from jobmodel.queue_eta import HANDOVER_ALLOWANCE_S, StartBound, hold_limit
+import jobmodel.contract.errors
+from jobmodel.capacity.queue_eta import HANDOVER_ALLOWANCE_S, StartBound, hold_limit
 from sandbox.deploy import ACCOUNT, REGION
 from sandbox.queue_mode import deploy_queue
 from sandbox.runner import DeployedFunction
@@ -135,7 +135,7 @@ def test_the_deployed_triggers_batch_client_reaches_the_stand_in(deployed, queue
     # same folder of the deployed zip.
     aws, batch = (fn.module.asset_modules[f"ftl_trigger.{m}"] for m in ("aws", "batch"))
     # ... and only it: the repository's own modules are still the ones a later import gets.
-    assert sys.modules["jobmodel.errors"] is jobmodel.errors
+    assert sys.modules["jobmodel.contract.errors"] is jobmodel.contract.errors
     assert "ftl_trigger.batch" not in sys.modules or sys.modules["ftl_trigger.batch"] is not batch
     assert Path(batch.__file__).is_relative_to(fn.code_dir)
     assert (fn.code_dir / "botocore_data" / "batch").is_dir()

@@ -263,8 +263,8 @@ def test_ftl_queue_shows_position_team_share_instances_wait_and_reason(scenario,
     ]
     order = ("beta-1", "gamma-1", "beta-2", "gamma-2")
     assert [r[1] for r in rows] == [fair[k]["job_name"] for k in order]
-    # SHARE: the team's fair-share identifier (jobmodel.scheduler.share_of; these names hold
-    # no '-', so it is the team's name)
+    # SHARE: the team's fair-share identifier (jobmodel.capacity.scheduler.share_of; these
+    # names hold no '-', so it is the team's name)
     assert [(r[0], r[2], r[3], r[4]) for r in rows] == [
         (str(i), k.split("-")[0], k.split("-")[0], "2 x ml.p4d.24xlarge")
         for i, k in enumerate(order, 1)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jobmodel.registry import group_name
+from jobmodel.after_training.registry import group_name
 from sandbox.deploy import ACCOUNT, deploy
 from sandbox.http_api import LocalHttpApi
 from tests.sandbox.test_teams_deployed import Teams

@@ -15,7 +15,7 @@ import pytest
 from ftl_train_testlib import cls_records, make_model_dir, run_entry, sm_environ, write_records
 
 from ftl_train import tracking
-from jobmodel import names as N
+from jobmodel.contract import names as N
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.mlflow_server import mlflow_server  # noqa: E402

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jobmodel.names import BATCH_SLR
+from jobmodel.contract.names import BATCH_SLR
 from testsupport.authz.evaluate import Request
 from testsupport.authz.requests_registry import RegistryRequests
 

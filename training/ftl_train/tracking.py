@@ -1,7 +1,8 @@
 """Experiment tracking: a tracked job logs to its MLflow run (issue 27).
 
-The launcher sets the environment (jobmodel/tracking_job.py; the names below are the same
-strings as jobmodel/names.py's, which tests/training/test_train_tracking.py checks):
+The launcher sets the environment (jobmodel/after_training/tracking_job.py; the names below
+are the same strings as jobmodel/contract/names.py's, which tests/training/test_train_tracking.py
+checks):
 ``MLFLOW_TRACKING_URI`` (a SageMaker MLflow tracking server's or app's ARN, or in the sandbox a
 plain http URI), ``MLFLOW_EXPERIMENT_NAME``, ``FTL_TRACKING_RUN_NAME`` (the platform's job
 name) and the job's template, image, instance type, attempt, cost estimate and output path.

@@ -3,7 +3,7 @@
 Here only what is the job-events function's own: the job must be in the ledger (events never
 create items), the event's job must belong to the ledger job's team (``ownership``), and a
 Batch event must be about the ledger's Batch job. The merge, the cost, the team's usage
-(``jobmodel.quotas.settle``: given back once, with the first write that makes the status
+(``jobmodel.money.limits.settle``: given back once, with the first write that makes the status
 terminal; a cost learned later added once), the conditional write on the job's revision,
 the retries when another write came first and the metric line are the writer's, as for every
 writer of the job record.
@@ -22,8 +22,8 @@ from ftl_events.parse import Observation
 from ftl_ledger.ledger import Ledger
 from ftl_ledger.writer import Applied, JobWriter, print_line
 from jobmodel import TERMINAL_STATUSES
-from jobmodel.attempts import change_for
-from jobmodel.job import Change, JobRecord
+from jobmodel.jobs.attempts import change_for
+from jobmodel.jobs.record import Change, JobRecord
 
 LOG = logging.getLogger("ftl.job_events")
 ATTEMPTS = 6  # reads and conditional writes per event before giving it back to EventBridge
@@ -108,8 +108,8 @@ class Recorder:
             return Outcome(job_name=name, before=job, after=job)
         update = observation.update
 
-        # A capacity chain's attempts (jobmodel.attempts); a plain observation otherwise.
-        # Batch's end of an attempt that nothing yet says why is held (``jobmodel.held_end``).
+        # A capacity chain's attempts (jobmodel.jobs.attempts); a plain observation otherwise.
+        # Batch's end of an attempt that nothing yet says why is held (``jobmodel.jobs.held_end``).
         def change(current: JobRecord) -> Change:
             return change_for(current, update, hold_batch_end=True)
 

@@ -16,9 +16,14 @@ from botocore.config import Config
 
 from ftl_events.apply import Recorder
 from ftl_ledger.ledger import Ledger
-from jobmodel.names import ENV_CHAIN_FUNCTION, ENV_JOB_TABLE, ENV_PLATFORM_NAME, ENV_TOPIC_ARN
+from jobmodel.after_training.registry import ENV_MODEL_REGISTRY
+from jobmodel.contract.names import (
+    ENV_CHAIN_FUNCTION,
+    ENV_JOB_TABLE,
+    ENV_PLATFORM_NAME,
+    ENV_TOPIC_ARN,
+)
 from jobmodel.platform import PlatformConfig
-from jobmodel.registry import ENV_MODEL_REGISTRY
 
 CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})
 

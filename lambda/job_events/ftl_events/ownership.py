@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jobmodel.names import TEAM_TAG_KEY
-from jobmodel.scheduler import SHARE_POLICIES, share_of
+from jobmodel.capacity.scheduler import SHARE_POLICIES, share_of
+from jobmodel.contract.names import TEAM_TAG_KEY
 
 __all__ = ["foreign_reason", "owner_of"]
 
@@ -45,7 +45,7 @@ def foreign_reason(job: Mapping[str, Any], owner: Mapping[str, str]) -> str | No
     team = job.get("team")
     if "team" in owner and owner["team"] != team:
         return f"its {TEAM_TAG_KEY} tag is {owner['team']!r}, the job's team {team!r}"
-    # Its share under either policy (jobmodel.scheduler.share_of: the one mapping).
+    # Its share under either policy (jobmodel.capacity.scheduler.share_of: the one mapping).
     if "share" in owner and owner["share"] not in {share_of(team, p) for p in SHARE_POLICIES}:
         return f"its Batch share is {owner['share']!r}, the job's team {team!r}"
     expected = _rendered_role(job)

@@ -3,11 +3,11 @@
 Two sources (docs/API.md, "Job events"):
 
 * ``aws.sagemaker`` / ``SageMaker Training Job State Change``: the detail is the training
-  job's description; ``jobmodel.training_state`` maps it. A training job that AWS Batch
+  job's description; ``jobmodel.jobs.training_state`` maps it. A training job that AWS Batch
   created is named ``AWSBatch<job name><32 hex>``; it maps to the ledger job its
   ``ftl:job-name`` tag names (queue mode tags the payload), else to ``<job name>``.
 * ``aws.batch`` / ``Batch Service Job State Change``: the detail is the service job's
-  description (DescribeServiceJob without tags and payload); ``jobmodel.queue_state`` maps
+  description (DescribeServiceJob without tags and payload); ``jobmodel.jobs.queue_state`` maps
   it. Its ``jobName`` is the ledger's job name (the trigger submits with it).
 """
 
@@ -19,12 +19,12 @@ from datetime import datetime
 from typing import Any
 
 from ftl_events.ownership import owner_of
-from jobmodel import queue_state, training_state
 from jobmodel._rules import JOB_NAME_RE
-from jobmodel.attempts import ATTEMPT_HINT
-from jobmodel.chain import ledger_job_of_attempt
-from jobmodel.contract import Status
-from jobmodel.names import JOB_NAME_TAG_KEY
+from jobmodel.capacity.chain import ledger_job_of_attempt
+from jobmodel.contract.names import JOB_NAME_TAG_KEY
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import queue_state, training_state
+from jobmodel.jobs.attempts import ATTEMPT_HINT
 
 SAGEMAKER = ("aws.sagemaker", training_state.EVENT_DETAIL_TYPE)
 BATCH = ("aws.batch", queue_state.EVENT_DETAIL_TYPE)

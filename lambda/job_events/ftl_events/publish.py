@@ -1,4 +1,4 @@
-"""What a recorded observation tells the world: a job's end effects (``jobmodel.effects``),
+"""What a recorded observation tells the world: a job's end effects (``jobmodel.jobs.effects``),
 the announcement on SNS first, then a Completed job's model version in the registry (the
 fleet's metric lines are printed by the one writer, ``ftl_ledger.writer``).
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ftl_ledger.effects import EndEffects, announcer
 from ftl_ledger.registry import registrar
-from jobmodel import effects as E
+from jobmodel.jobs import effects as E
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_events.dependencies import Runtime

@@ -1,5 +1,5 @@
 """How the ledger's DynamoDB calls fail: its own exceptions for conditions that did not hold,
-and the contract's errors (``jobmodel.errors.aws_error``) for everything else."""
+and the contract's errors (``jobmodel.contract.errors.aws_error``) for everything else."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from jobmodel.errors import THROTTLE_CODES, JobModelError, UpstreamError, aws_error
+from jobmodel.contract.errors import THROTTLE_CODES, JobModelError, UpstreamError, aws_error
 
 __all__ = ["LimitRace", "MonthTurned", "NameTaken", "Refused", "TokenTaken", "dynamodb_call"]
 

@@ -1,4 +1,4 @@
-"""Doing a job's owed end effects (``jobmodel.effects``): both functions run them the same way.
+"""Doing a job's owed end effects (``jobmodel.jobs.effects``): both functions run them the same way.
 
 :class:`EndEffects` holds one performer per effect (the announcement: SNS ``Publish`` with the
 effect's deduplication id; the registration: ``ftl_ledger.registry``). A performer may answer
@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ftl_ledger.writer import JobWriter
-from jobmodel import effects as E
-from jobmodel.job import REVISION, Change, JobRecord
+from jobmodel.jobs import effects as E
+from jobmodel.jobs.record import REVISION, Change, JobRecord
 
 __all__ = ["EndEffects", "Performer", "announcer"]
 
@@ -29,7 +29,7 @@ Performer = Callable[[Mapping[str, Any], str], Mapping[str, Any] | None]
 
 def announcer(publish: Callable[..., Any]) -> Performer:
     """The announcement's performer: ``publish`` (an SNS ``Publish`` to the platform's topic,
-    given every parameter but ``TopicArn``) of ``jobmodel.effects.announcement``."""
+    given every parameter but ``TopicArn``) of ``jobmodel.jobs.effects.announcement``."""
 
     def announce(job: Mapping[str, Any], dedup: str) -> None:
         publish(**E.announcement(job, dedup))

@@ -6,16 +6,16 @@ Items:
   "<created_at>#<name>"`` list all jobs newest first (index ``by-created``); ``team`` with the
   same ``gsi_sk`` lists one team's jobs (index ``by-team``, teams deployments only); ``care``
   with the same ``gsi_sk``, only while the job is claimed or owes end effects, lists the jobs
-  the sweep looks after (index ``needs-care``, ``jobmodel.claims``).
+  the sweep looks after (index ``needs-care``, ``jobmodel.jobs.claims``).
   ``revision`` counts the writes to a job after its claim: every write adds one, so a writer
   that read the item writes only if nothing changed since (:meth:`Ledger.write_job`, made
   by the one writer, ``ftl_ledger.writer``).
 * ``pk = "token#<client_token>"`` (single-team) or ``"token#<team>#<client_token>"``: which
   job a token started and the request's fingerprint. Tokens are scoped per team.
-* ``pk = "usage#<team>"``: the team's usage (``jobmodel.quotas``).
+* ``pk = "usage#<team>"``: the team's usage (``jobmodel.money.limits``).
 * ``pk = "secret#paging"``: the key that signs list tokens (``ftl_trigger.paging``).
 * ``pk = "prices#<region>"``: the region's training prices from the AWS Price List API, with
-  ``refreshed_at`` and ``source`` (``jobmodel.price_list``; :meth:`Ledger.put_prices`).
+  ``refreshed_at`` and ``source`` (``jobmodel.money.price_list``; :meth:`Ledger.put_prices`).
 
 The job, its token and its usage are written in one transaction with conditions, so of any
 number of concurrent duplicates exactly one claims the token, and concurrent submits never
@@ -23,7 +23,7 @@ take a team past its limits.
 
 Failures: a condition that does not hold is this module's own exception or a ``False``
 return, as each method says; any other DynamoDB failure is the contract's error
-(``Throttled`` or ``UpstreamError``, ``jobmodel.errors.aws_error``), naming the operation.
+(``Throttled`` or ``UpstreamError``, ``jobmodel.contract.errors.aws_error``), naming the operation.
 The trigger, the job-events and the price-refresh functions ship this package
 (``ftl_constructs/launcher.py``, ``job_events.py``, ``price_refresh.py``).
 """
@@ -42,9 +42,9 @@ from ftl_ledger.calls import (
     dynamodb_call,
 )
 from ftl_ledger.items import from_item, to_item, update_request
-from jobmodel.claims import CARE, CARE_VALUE
-from jobmodel.job import REVISION
-from jobmodel.names import CARE_INDEX, JOB_INDEX, TEAM_INDEX
+from jobmodel.contract.names import CARE_INDEX, JOB_INDEX, TEAM_INDEX
+from jobmodel.jobs.claims import CARE, CARE_VALUE
+from jobmodel.jobs.record import REVISION
 
 __all__ = [
     "JOB",
@@ -85,7 +85,7 @@ class Ledger:
         return self._get("usage#" + team)
 
     def get_item(self, pk: str) -> dict[str, Any] | None:
-        """Any ledger item by key (the Price List prices: ``jobmodel.price_list``)."""
+        """Any ledger item by key (the Price List prices: ``jobmodel.money.price_list``)."""
         return self._get(pk)
 
     def get_jobs(self, names: list[str], attributes: tuple[str, ...]) -> dict[str, dict[str, Any]]:
@@ -170,7 +170,8 @@ class Ledger:
         usage: Mapping[str, Any] | None = None,
     ) -> None:
         """Write the job (and its token) only if neither exists yet, and add the job to its
-        team's usage (``usage``: a ``jobmodel.quotas.claim_update``) only if the limits hold."""
+        team's usage (``usage``: a ``jobmodel.money.limits.claim_update``) only if the limits
+        hold."""
         values = {"pk": JOB + job["job_name"], "gsi_pk": "job"}
         values["gsi_sk"] = f"{job['created_at']}#{job['job_name']}"
         job_put = {
@@ -221,7 +222,7 @@ class Ledger:
         """Apply ``changes`` to job ``name`` (``None`` removes the attribute) only if every
         ``expect``ed attribute still has that value (``None``: absent), adding one to its
         ``revision``; in the same transaction, ``usage`` (a usage-item update, e.g.
-        ``jobmodel.quotas.release_update``) and the deletion of the token item ``free_token``
+        ``jobmodel.money.limits.release_update``) and the deletion of the token item ``free_token``
         (a ``token_pk``; only while it is still this job's).
 
         The one write of an existing job: ``ftl_ledger.writer.JobWriter`` makes it. False
@@ -317,7 +318,7 @@ class Ledger:
     def care_page(
         self, limit: int, start: dict[str, Any] | None
     ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        """One page of the jobs that need care (``jobmodel.claims.needs_care``), oldest first,
+        """One page of the jobs that need care (``jobmodel.jobs.claims.needs_care``), oldest first,
         and DynamoDB's ``LastEvaluatedKey``."""
         kwargs: dict[str, Any] = {
             "TableName": self.table,

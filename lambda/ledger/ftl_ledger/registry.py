@@ -1,4 +1,5 @@
-"""The ``register`` end effect's performer (``jobmodel.registry``), for both functions.
+"""The ``register`` end effect's performer (``jobmodel.after_training.registry``), for both
+functions.
 
 A job that ended ``Completed`` gets exactly one model package version in its team's and
 template's group: the group's versions of the job's lifetime are looked through first (newest
@@ -15,8 +16,8 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from jobmodel import registry as R
-from jobmodel.contract import Status
+from jobmodel.after_training import registry as R
+from jobmodel.contract.statuses import Status
 
 __all__ = ["find_version", "registrar"]
 

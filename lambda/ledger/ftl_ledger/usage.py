@@ -1,6 +1,6 @@
 """Team usage in the ledger: read it for this month, and give a finished job's usage back.
 
-The rules and request shapes are ``jobmodel.quotas``; this module only runs them.
+The rules and request shapes are ``jobmodel.money.limits``; this module only runs them.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ftl_ledger.ledger import Ledger
-from jobmodel import quotas as Q
+from jobmodel.money import limits as Q
 
 
 class TeamUsage:

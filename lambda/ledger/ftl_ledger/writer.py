@@ -2,9 +2,9 @@
 
 Every writer of an existing job goes through it: submit's start and failed start, describe's
 refresh, stop, the queue transitions (``ftl_trigger``) and the job events (``ftl_events``).
-It reads nothing itself; given the job as its caller read it and a ``jobmodel.job.Change``:
+It reads nothing itself; given the job as its caller read it and a ``jobmodel.jobs.record.Change``:
 
-1. plans the write (``jobmodel.job.plan``): the change merged by the order rules, the cost
+1. plans the write (``jobmodel.jobs.record.plan``): the change merged by the order rules, the cost
    and the team's usage settled once, conditions on the status and revision read;
 2. writes it conditionally (``Ledger.write_job``), with the usage update and, for a failed
    start, the freeing of the client token in the same transaction;
@@ -29,9 +29,9 @@ from ftl_ledger.ledger import Ledger, token_pk
 from ftl_ledger.usage import TeamUsage
 from jobmodel import TERMINAL_STATUSES
 from jobmodel import fleet_metrics as FM
-from jobmodel.errors import Conflict, NotFound
-from jobmodel.job import ChangeFor, JobRecord, plan
-from jobmodel.names import timestamp
+from jobmodel.contract.errors import Conflict, NotFound
+from jobmodel.contract.names import timestamp
+from jobmodel.jobs.record import ChangeFor, JobRecord, plan
 
 __all__ = ["Applied", "Contended", "JobWriter", "print_line"]
 

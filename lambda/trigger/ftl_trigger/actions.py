@@ -44,9 +44,9 @@ from ftl_trigger.service_quotas import QuotaGate
 from ftl_trigger.starts import StartRecorder
 from ftl_trigger.submit import SubmitFlow
 from ftl_trigger.views import JobViews
-from jobmodel.claims import SUBMIT_GRACE_S
-from jobmodel.errors import ValidationError
-from jobmodel.queries import only_fields, validate_job_action
+from jobmodel.contract.errors import ValidationError
+from jobmodel.jobs.claims import SUBMIT_GRACE_S
+from jobmodel.requests.queries import only_fields, validate_job_action
 
 __all__ = ["INTERNAL_ACTIONS", "SUBMIT_GRACE_S", "Handler", "Launcher", "map_aws_error"]
 

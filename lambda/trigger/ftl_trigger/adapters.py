@@ -21,8 +21,8 @@ from ftl_trigger.identity import (
     qualifier_of,
 )
 from jobmodel import JobModelError, NotFound, UpstreamError, ValidationError
-from jobmodel.names import CHAIN_ALIAS, SWEEP_ALIAS
-from jobmodel.routes import ACTIONS, match
+from jobmodel.contract.names import CHAIN_ALIAS, SWEEP_ALIAS
+from jobmodel.contract.routes import ACTIONS, match
 from jobmodel.teams import TeamsConfig
 
 MAX_BODY_BYTES = 64 * 1024

@@ -25,7 +25,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     ),
     # BatchGetItem: queue mode's estimated start reads the queue's jobs' limits.
     "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query", "BatchGetItem"),
-    # A job's end effects (jobmodel.effects): the announcement of an end the trigger recorded.
+    # A job's end effects (jobmodel.jobs.effects): the announcement of an end the trigger recorded.
     "sns": ("Publish",),
     # Quota-aware submit (ftl_trigger/service_quotas.py): the account's SageMaker quotas.
     "service-quotas": ("ListServiceQuotas",),

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from jobmodel.errors import JobModelError, UpstreamError
-from jobmodel.job import Change, ChangeFor
-from jobmodel.scheduler import SchedulerConfig
+from jobmodel.capacity.scheduler import SchedulerConfig
+from jobmodel.contract.errors import JobModelError, UpstreamError
+from jobmodel.jobs.record import Change, ChangeFor
 
 __all__ = ["BACKENDS", "Backend", "Backends", "Host", "choose"]
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ftl_trigger.remote import error_code
-from jobmodel.attempts import change_for, current_training_job
-from jobmodel.contract import Status
-from jobmodel.errors import Conflict, JobModelError, UpstreamError
-from jobmodel.job import Change
-from jobmodel.training_state import from_training_job
+from jobmodel.contract.errors import Conflict, JobModelError, UpstreamError
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs.attempts import change_for, current_training_job
+from jobmodel.jobs.record import Change
+from jobmodel.jobs.training_state import from_training_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_trigger.backend import Host

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
 from ftl_trigger.starts import record_pending
-from jobmodel.attempts import current_training_job
-from jobmodel.contract import Status
-from jobmodel.errors import JobModelError, UpstreamError
-from jobmodel.job import Change
-from jobmodel.names import timestamp
-from jobmodel.queue_state import classify_reason
+from jobmodel.contract.errors import JobModelError, UpstreamError
+from jobmodel.contract.names import timestamp
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs.attempts import current_training_job
+from jobmodel.jobs.queue_state import classify_reason
+from jobmodel.jobs.record import Change
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_trigger.backend import Host

@@ -27,10 +27,10 @@ from botocore.exceptions import (
 )
 
 from jobmodel import JobModelError, NotFound, ValidationError
-from jobmodel.errors import THROTTLE_CODES
-from jobmodel.names import DEFAULT_SHARE, JOB_NAME_TAG_KEY
-from jobmodel.queue_state import BATCH_HOLDING, STOP_REASON, from_service_job
-from jobmodel.scheduler import PRIORITY_LIMITS, share_of
+from jobmodel.capacity.scheduler import PRIORITY_LIMITS, share_of
+from jobmodel.contract.errors import THROTTLE_CODES
+from jobmodel.contract.names import DEFAULT_SHARE, JOB_NAME_TAG_KEY
+from jobmodel.jobs.queue_state import BATCH_HOLDING, STOP_REASON, from_service_job
 
 from .errors import Conflict, Throttled, UpstreamError
 

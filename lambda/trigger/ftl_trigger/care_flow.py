@@ -2,10 +2,10 @@
 
 * A job still ``Submitting`` after the grace is looked for by name in its backend (SageMaker,
   or the Batch queue): found, its start is recorded; not found once the claim is
-  ``jobmodel.claims.CLAIM_BOUND_S`` old, it is ended as ``FailedToStart`` (usage given back
+  ``jobmodel.jobs.claims.CLAIM_BOUND_S`` old, it is ended as ``FailedToStart`` (usage given back
   once and token freed, by the one writer). Describe, stop, list, a replay of the token and
   the sweep all look this way (:meth:`CareFlow.recover_submitting`).
-* A job that owes end effects (``jobmodel.effects``: the announcement) has them done by
+* A job that owes end effects (``jobmodel.jobs.effects``: the announcement) has them done by
   whichever of those holds the record next (``records.Effects``); the trigger's own writes
   that end a job do them at once (``records.Records``).
 * The ``sweep`` action (door ``sweep``: an EventBridge schedule) reads the ledger's sparse
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 from ftl_trigger.backend import Backends
 from ftl_trigger.records import Clock, Effects, Records, ledger_call
 from ftl_trigger.starts import RECORD_PENDING
-from jobmodel import claims as CL
-from jobmodel import effects as E
-from jobmodel.attempts import current_training_job
-from jobmodel.contract import Status
-from jobmodel.errors import JobModelError, UpstreamError
-from jobmodel.job import Change
+from jobmodel.contract.errors import JobModelError, UpstreamError
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import claims as CL
+from jobmodel.jobs import effects as E
+from jobmodel.jobs.attempts import current_training_job
+from jobmodel.jobs.record import Change
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger

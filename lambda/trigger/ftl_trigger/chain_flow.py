@@ -5,7 +5,7 @@ A chained job's attempts are started only here, each through the backend the job
 for (``ftl_trigger.backend``), so both schedulers run chains: in direct mode an attempt is a
 ``CreateTrainingJob``, in queue mode a new Batch service job (Batch's own retries of one
 attempt stay). An attempt that could not get capacity, when it fails to start or when
-SageMaker ends it for want of capacity (``jobmodel.attempts``), leaves the next one pending;
+SageMaker ends it for want of capacity (``jobmodel.jobs.attempts``), leaves the next one pending;
 :meth:`ChainFlow.advance_pending` starts it: at once after a failed start, from describe and
 status, and when the job-events function asks (the ``advance`` action, door ``chain``); a stop
 stops the job between the two attempts instead. A failed start's move to the next step is
@@ -28,14 +28,14 @@ from ftl_trigger.backend_queue import is_queued_job
 from ftl_trigger.queue_flow import QueueFlow
 from ftl_trigger.records import Clock, Records
 from jobmodel import TERMINAL_STATUSES, PlatformConfig
-from jobmodel import attempts as A
-from jobmodel import chain as C
-from jobmodel.capacity import CapacityConfig
-from jobmodel.errors import CapacityError, Conflict, JobModelError, ValidationError
-from jobmodel.job import Change, JobRecord
+from jobmodel.capacity import chain as C
+from jobmodel.capacity.plans import CapacityConfig
+from jobmodel.contract.errors import CapacityError, Conflict, JobModelError, ValidationError
+from jobmodel.jobs import attempts as A
+from jobmodel.jobs.record import Change, JobRecord
 from jobmodel.render import request_hash
-from jobmodel.request import SubmitRequest
-from jobmodel.templates import TemplateSpec
+from jobmodel.requests.submit import SubmitRequest
+from jobmodel.templates.spec import TemplateSpec
 
 LOG = logging.getLogger("ftl.trigger")
 MAX_STARTS = C.MAX_ATTEMPTS  # starts of one request (each failed start moves one step on)
@@ -178,7 +178,7 @@ class ChainFlow:
     def advance(self, name: str) -> dict[str, Any]:
         """The ``advance`` action (the job-events function, door ``chain``): start the job's
         pending attempt. A queue-mode chained job with none pending is first brought up to
-        date as describe does: Batch's end of its attempt may be held (``jobmodel.held_end``),
+        date as describe does: Batch's end of its attempt may be held (``jobmodel.jobs.held_end``),
         and DescribeServiceJob and DescribeTrainingJob say whether it was for want of
         capacity (the next attempt then starts) or ends the job."""
         job = self.records.get(name)

@@ -18,15 +18,15 @@ from ftl_trigger import aws
 from ftl_trigger.prices import LivePrices
 from ftl_trigger.service_quotas import LiveQuotas
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
-from jobmodel.capacity import CapacityConfig
-from jobmodel.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
-from jobmodel.pricing import PriceTable
-from jobmodel.registry import ENV_MODEL_REGISTRY
-from jobmodel.request import SubmitRequest
-from jobmodel.scheduler import SchedulerConfig
+from jobmodel.after_training.registry import ENV_MODEL_REGISTRY
+from jobmodel.after_training.tracking import TrackingConfig
+from jobmodel.after_training.tracking_job import apply_tracking
+from jobmodel.capacity.plans import CapacityConfig
+from jobmodel.capacity.scheduler import SchedulerConfig
+from jobmodel.contract.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
+from jobmodel.money.pricing import PriceTable
+from jobmodel.requests.submit import SubmitRequest
 from jobmodel.teams import TeamsConfig
-from jobmodel.tracking import TrackingConfig
-from jobmodel.tracking_job import apply_tracking
 
 # Explicit retries (boto3's default mode is still "legacy"): standard mode retries throttling
 # and 5xx with backoff and does not retry ResourceLimitExceeded.
@@ -84,13 +84,14 @@ class Runtime:
     # The account's SageMaker quotas (Service Quotas), for quota-aware submit; None: unchecked.
     quotas: LiveQuotas | None = None
     # The topic that announces a job's end (FTL_TOPIC_ARN) and its client: the trigger makes
-    # the end effects its own writes owe (jobmodel.effects). None: left to the sweep.
+    # the end effects its own writes owe (jobmodel.jobs.effects). None: left to the sweep.
     sns: Any = None
     topic_arn: str = ""
-    # The platform's MLflow servers (FTL_MLFLOW, jobmodel.tracking); empty: no tracking.
+    # The platform's MLflow servers (FTL_MLFLOW, jobmodel.after_training.tracking); empty: no
+    # tracking.
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     # The stacks made the model registry's groups (FTL_MODEL_REGISTRY=on): Completed jobs
-    # register (jobmodel.registry), and the models and review actions answer.
+    # register (jobmodel.after_training.registry), and the models and review actions answer.
     model_registry: bool = False
 
     def track(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jobmodel import Forbidden
-from jobmodel.names import ADMIN_ALIAS, HTTP_ALIAS, TEAM_ALIAS_PREFIX
+from jobmodel.contract.names import ADMIN_ALIAS, HTTP_ALIAS, TEAM_ALIAS_PREFIX
 from jobmodel.teams import Team, TeamsConfig
 
 __all__ = ["ADMIN_ALIAS", "DIRECT_INVOKE", "HTTP_ALIAS", "TEAM_ALIAS_PREFIX", "Caller"]

@@ -25,16 +25,16 @@ from ftl_trigger.records import Clock, Records, ledger_call
 from ftl_trigger.remote import describe_training_job, map_aws_error
 from ftl_trigger.views import JobViews
 from jobmodel import TERMINAL_STATUSES, NotFound, TemplateSpec, ValidationError
-from jobmodel import attempts as A
-from jobmodel import effects as E
-from jobmodel.claims import CLAIM_BOUND_S
-from jobmodel.contract import Status
-from jobmodel.errors import Conflict
-from jobmodel.job import Change
-from jobmodel.names import JOB_INDEX, TEAM_INDEX
-from jobmodel.queries import validate_list
+from jobmodel.contract.errors import Conflict
+from jobmodel.contract.names import JOB_INDEX, TEAM_INDEX
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import attempts as A
+from jobmodel.jobs import effects as E
+from jobmodel.jobs.claims import CLAIM_BOUND_S
+from jobmodel.jobs.record import Change
+from jobmodel.jobs.training_state import from_training_job
+from jobmodel.requests.queries import validate_list
 from jobmodel.teams import TeamsConfig
-from jobmodel.training_state import from_training_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
@@ -113,7 +113,7 @@ class JobFlow:
             return view(job, detail=True, position=position)
         if job["status"] == Status.SUBMITTING:
             # Its start may still be in flight; a claim that never started is ended as
-            # FailedToStart at the bound (jobmodel.claims), so this answer does not last.
+            # FailedToStart at the bound (jobmodel.jobs.claims), so this answer does not last.
             raise Conflict(
                 f"job {name} is still starting; retry the stop in a few seconds (a job whose "
                 f"start never happened ends as FailedToStart {int(CLAIM_BOUND_S)} seconds "

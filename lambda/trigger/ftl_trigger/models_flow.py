@@ -22,11 +22,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ftl_trigger.records import Records, ledger_call
 from ftl_trigger.remote import map_aws_error
 from jobmodel import PlatformConfig, TemplateSpec
-from jobmodel import registry as R
-from jobmodel.errors import Conflict, Forbidden, NotFound, UpstreamError, ValidationError
-from jobmodel.job import Change
-from jobmodel.queries import only_fields
-from jobmodel.request import validate_job_name
+from jobmodel.after_training import registry as R
+from jobmodel.contract.errors import Conflict, Forbidden, NotFound, UpstreamError, ValidationError
+from jobmodel.jobs.record import Change
+from jobmodel.requests.queries import only_fields
+from jobmodel.requests.submit import validate_job_name
 from jobmodel.teams import TeamsConfig
 
 if TYPE_CHECKING:  # pragma: no cover - typing only

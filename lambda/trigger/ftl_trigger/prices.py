@@ -1,8 +1,8 @@
 """The trigger's prices: the deployment's table with the Price List API's prices over it.
 
 The price-refresh function stores the region's training prices from the AWS Price List API in
-the ledger item ``prices#<region>`` (``jobmodel.price_list``). :class:`LivePrices` answers
-``hourly`` as a :class:`jobmodel.pricing.PriceTable` does, from that table with the stored
+the ledger item ``prices#<region>`` (``jobmodel.money.price_list``). :class:`LivePrices` answers
+``hourly`` as a :class:`jobmodel.money.pricing.PriceTable` does, from that table with the stored
 prices over the shipped ones and under the ``ftl:prices`` override
 (:meth:`PriceTable.with_listed`). A found item is kept for ``CACHE_SECONDS`` per warm
 function; until the first refresh every lookup reads again. A malformed item is logged and
@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jobmodel.price_list import price_item_key
-from jobmodel.pricing import PriceTable
+from jobmodel.money.price_list import price_item_key
+from jobmodel.money.pricing import PriceTable
 
 LOG = logging.getLogger("ftl.trigger")
 CACHE_SECONDS = 600.0

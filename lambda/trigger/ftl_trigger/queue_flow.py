@@ -25,11 +25,11 @@ from ftl_trigger.queue_look import QueueLook, QueueSettings, QueueSpot
 from ftl_trigger.records import Clock, Records
 from ftl_trigger.remote import describe_training_job
 from jobmodel import TERMINAL_STATUSES, NotFound, UpstreamError
-from jobmodel import attempts as A
-from jobmodel.chain import capacity_failure, ledger_job_of_attempt
-from jobmodel.contract import Status
-from jobmodel.job import Change, ChangeFor
-from jobmodel.training_state import from_training_job
+from jobmodel.capacity.chain import capacity_failure, ledger_job_of_attempt
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import attempts as A
+from jobmodel.jobs.record import Change, ChangeFor
+from jobmodel.jobs.training_state import from_training_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
@@ -98,7 +98,7 @@ class QueueFlow:
         self, job: dict[str, Any], state: dict[str, Any], batch_name: str
     ) -> dict[str, Any]:
         """A chained job's current service job (``state``: Batch's word on it), then the
-        training job Batch made of it, each through the chain's rules (``jobmodel.attempts``).
+        training job Batch made of it, each through the chain's rules (``jobmodel.jobs.attempts``).
         Batch's own retries stay: SageMaker's Failed of one try is not the attempt's end;
         Batch's FAILED is, and SageMaker's reason then says whether it was for want of
         capacity (Batch's reason may only say the training job failed)."""

@@ -1,6 +1,6 @@
 """One look at the job queue per request: positions, and for queued jobs the estimated start.
 
-The estimate (``jobmodel.queue_eta``) needs the queue's order (one GetJobQueueSnapshot, the
+The estimate (``jobmodel.capacity.queue_eta``) needs the queue's order (one GetJobQueueSnapshot, the
 call positions already make), the jobs that hold instances and the jobs waiting (one
 ListServiceJobs per status: ``SCHEDULED``, ``STARTING``, ``RUNNING``, ``RUNNABLE``), and each
 of those jobs' limits from the ledger (one BatchGetItem per 100 jobs). They are gathered once
@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
-from jobmodel.chain import ledger_job_of_attempt
-from jobmodel.contract import Status
-from jobmodel.errors import JobModelError
-from jobmodel.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
+from jobmodel.capacity.chain import ledger_job_of_attempt
+from jobmodel.capacity.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
+from jobmodel.contract.errors import JobModelError
+from jobmodel.contract.statuses import Status
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
-    from jobmodel.scheduler import SchedulerConfig
-    from jobmodel.templates import TemplateSpec
+    from jobmodel.capacity.scheduler import SchedulerConfig
+    from jobmodel.templates.spec import TemplateSpec
 
 # The ledger attributes an estimate reads of every job in the queue.
 LEDGER_FACTS = ("job_name", "rendered", "instance_count")

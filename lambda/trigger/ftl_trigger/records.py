@@ -21,8 +21,8 @@ from ftl_ledger.registry import registrar
 from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.remote import map_aws_error
 from jobmodel import PlatformConfig
-from jobmodel import effects as E
-from jobmodel.job import ChangeFor
+from jobmodel.jobs import effects as E
+from jobmodel.jobs.record import ChangeFor
 
 __all__ = ["Clock", "Effects", "Records", "ledger_call"]
 
@@ -64,7 +64,7 @@ class Announcing(Protocol):
 
 
 class Effects:
-    """What a job that ended owes (``jobmodel.effects``: the announcement), done now."""
+    """What a job that ended owes (``jobmodel.jobs.effects``: the announcement), done now."""
 
     def __init__(self, *, settings: Announcing, writer: JobWriter) -> None:
         self.settings = settings

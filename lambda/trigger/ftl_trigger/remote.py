@@ -1,6 +1,7 @@
 """What an AWS failure means to the contract, and the one SageMaker look the flows share.
 
-:func:`map_aws_error` turns a failed AWS call into the contract's error (``jobmodel.errors``);
+:func:`map_aws_error` turns a failed AWS call into the contract's error
+(``jobmodel.contract.errors``);
 :func:`ambiguous` says whether a failed call may still have reached the service (a timeout or
 a 5xx: look before calling the start failed); :func:`describe_training_job` is
 DescribeTrainingJob with "no such job" as None.
@@ -19,7 +20,7 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
-from jobmodel.errors import CapacityError, JobModelError, UpstreamError, aws_error
+from jobmodel.contract.errors import CapacityError, JobModelError, UpstreamError, aws_error
 
 __all__ = ["QUEUE_HINT", "ambiguous", "describe_training_job", "error_code", "map_aws_error"]
 
@@ -28,7 +29,8 @@ QUEUE_HINT = "deploy with ftl:scheduler=queue to queue jobs until capacity frees
 
 
 def map_aws_error(exc: Exception, call: str) -> JobModelError:
-    """Map an AWS failure to the contract's error types (``jobmodel.errors.aws_error``); the
+    """Map an AWS failure to the contract's error types (``jobmodel.contract.errors.aws_error``);
+    the
     message names the call, and a capacity error says how to queue instead."""
     if not isinstance(exc, ClientError):
         return UpstreamError(f"{call} failed: {type(exc).__name__}: {exc}")

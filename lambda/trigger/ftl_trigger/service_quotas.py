@@ -9,7 +9,7 @@ not slow every submit) and the check is skipped, which a dry run says.
 submit and dry run: a request whose count exceeds its type's quota for its capacity kind is
 refused (``ValidationError`` on ``instance_count``, or ``instance_type`` when the quota is 0);
 a capacity chain loses the steps and preference types whose quota is short, with the reason,
-and is refused only when no step is left (``jobmodel.service_quotas.filter_steps``).
+and is refused only when no step is left (``jobmodel.capacity.service_quotas.filter_steps``).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from jobmodel import chain as C
-from jobmodel import service_quotas as SQ
-from jobmodel.errors import ValidationError
-from jobmodel.request import SubmitRequest
+from jobmodel.capacity import chain as C
+from jobmodel.capacity import service_quotas as SQ
+from jobmodel.contract.errors import ValidationError
+from jobmodel.requests.submit import SubmitRequest
 
 LOG = logging.getLogger("ftl.trigger")
 CACHE_SECONDS = 900.0

@@ -15,10 +15,10 @@ from typing import Any
 
 from ftl_trigger.records import Clock, Records
 from ftl_trigger.remote import ambiguous, describe_training_job, map_aws_error
-from jobmodel import attempts as A
-from jobmodel.contract import Status
-from jobmodel.errors import CapacityError, JobModelError
-from jobmodel.job import Change, ChangeFor
+from jobmodel.contract.errors import CapacityError, JobModelError
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import attempts as A
+from jobmodel.jobs.record import Change, ChangeFor
 
 __all__ = ["RECORD_PENDING", "StartRecorder", "record_pending"]
 
@@ -62,7 +62,7 @@ class StartRecorder:
         """Record that the backend has the claimed job. A ledger failure is logged, not
         returned: the answer is the record as the ledger holds it (``Submitting``) with
         ``record_pending`` (:func:`record_pending`), and the job events, a replay of the
-        token or a look after the grace (``jobmodel.claims``) record the start."""
+        token or a look after the grace (``jobmodel.jobs.claims``) record the start."""
         try:
             return self.records.write(job, change)
         except JobModelError as err:

@@ -38,16 +38,16 @@ from jobmodel import (
     request_hash,
     validate_submit,
 )
-from jobmodel import attempts as A
-from jobmodel import chain as C
-from jobmodel import claims as CL
-from jobmodel import quotas as Q
-from jobmodel.capacity import SPOT
-from jobmodel.contract import Status
-from jobmodel.pricing import estimate_max_cost_usd
-from jobmodel.request import SubmitRequest
-from jobmodel.scheduler import SchedulerConfig
-from jobmodel.tracking import TrackingConfig
+from jobmodel.after_training.tracking import TrackingConfig
+from jobmodel.capacity import chain as C
+from jobmodel.capacity.plans import SPOT
+from jobmodel.capacity.scheduler import SchedulerConfig
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import attempts as A
+from jobmodel.jobs import claims as CL
+from jobmodel.money import limits as Q
+from jobmodel.money.pricing import estimate_max_cost_usd
+from jobmodel.requests.submit import SubmitRequest
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
@@ -271,7 +271,7 @@ class SubmitFlow:
         }
         if steps:
             # A chained job: the base request, its steps and attempt 1; the job's rendered
-            # request is the current attempt's (jobmodel.attempts).
+            # request is the current attempt's (jobmodel.jobs.attempts).
             job.update(
                 base_rendered=json.dumps(rendered, sort_keys=True),
                 chain=steps,
@@ -353,7 +353,7 @@ class SubmitFlow:
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
         if CL.claim_age_s(job, self.clock.now()) >= CL.REPLAY_START_S:
-            # Too late to start it (a stale claim ends at the bound, jobmodel.claims): look
+            # Too late to start it (a stale claim ends at the bound, jobmodel.jobs.claims): look
             # for it by name as describe does.
             return self.views.view(self.care.look_after(job))
         # The first request stopped between its ledger write and SageMaker's (or Batch's)

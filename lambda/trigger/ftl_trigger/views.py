@@ -14,13 +14,13 @@ from ftl_trigger.backend_queue import epoch_ms, is_queued_job
 from ftl_trigger.queue_look import QueueSpot
 from ftl_trigger.records import Clock
 from ftl_trigger.starts import RECORD_PENDING
-from jobmodel import attempts as A
-from jobmodel.contract import Status
-from jobmodel.pricing import cost_usd
-from jobmodel.queries import DESCRIBE_FIELDS
-from jobmodel.queue_state import BATCH_WAITING, classify_reason, waited_seconds
-from jobmodel.scheduler import SchedulerConfig, share_of
-from jobmodel.tracking_job import run_view
+from jobmodel.after_training.tracking_job import run_view
+from jobmodel.capacity.scheduler import SchedulerConfig, share_of
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs import attempts as A
+from jobmodel.jobs.queue_state import BATCH_WAITING, classify_reason, waited_seconds
+from jobmodel.money.pricing import cost_usd
+from jobmodel.requests.queries import DESCRIBE_FIELDS
 
 __all__ = ["UNLOOKED", "JobViews"]
 

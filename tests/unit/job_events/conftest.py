@@ -68,7 +68,7 @@ class Events:
         )
 
     def month(self) -> str:
-        from jobmodel.quotas import month_of
+        from jobmodel.money.limits import month_of
 
         return month_of(self.runtime.now())
 

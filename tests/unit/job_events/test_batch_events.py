@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from jobmodel.queue_state import STOP_REASON
+from jobmodel.jobs.queue_state import STOP_REASON
 from tests.unit.job_events.sequences import (
     T0,
     batch,

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from jobmodel.errors import Conflict
+from jobmodel.contract.errors import Conflict
 from tests.unit.job_events.conftest import put_team_job
 from tests.unit.job_events.sequences import T0, batch, life, sagemaker
 

@@ -10,8 +10,8 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 
-from jobmodel import effects as E
-from jobmodel.claims import CARE
+from jobmodel.jobs import effects as E
+from jobmodel.jobs.claims import CARE
 
 
 def _completed(name: str, event_id: str = "e1") -> dict:

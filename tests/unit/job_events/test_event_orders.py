@@ -2,7 +2,7 @@
 exactly-once): every order of a queued job's realistic life gives the same ledger item, gives
 the team's usage back once with the job's cost, announces once, and a replay changes nothing.
 
-All 720 orders run through the function's own rules (parse, then ``jobmodel.job.plan``: the
+All 720 orders run through the function's own rules (parse, then ``jobmodel.jobs.record.plan``: the
 one writer's merge and settlement) in memory; a
 sample of them runs through the handler against moto (each order takes a few dozen DynamoDB
 calls): the natural order, its reverse, and 30 drawn with a fixed seed, in which every event
@@ -17,8 +17,8 @@ import random
 import pytest
 
 from ftl_events.parse import parse
-from jobmodel import quotas as Q
-from jobmodel.job import Change, plan
+from jobmodel.jobs.record import Change, plan
+from jobmodel.money import limits as Q
 from tests.unit.job_events.sequences import life, training_name
 
 # Attributes that record when and how often the item was written, not what it says.

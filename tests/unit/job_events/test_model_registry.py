@@ -11,8 +11,8 @@ from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobmodel import effects as E
-from jobmodel import registry as R
+from jobmodel.after_training import registry as R
+from jobmodel.jobs import effects as E
 from tests.lambda_support import client
 
 RENDERED = {

@@ -13,8 +13,8 @@ import pytest
 from botocore.validate import validate_parameters
 
 import jobmodel as jm
-from jobmodel import chain as C
-from jobmodel.capacity import CapacityConfig, CapacityError
+from jobmodel.capacity import chain as C
+from jobmodel.capacity.plans import CapacityConfig, CapacityError
 
 SHAPE = (
     botocore.session.get_session()

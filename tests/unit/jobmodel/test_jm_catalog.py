@@ -1,4 +1,5 @@
-"""The catalog: the shipped templates, and catalog files read and written (jobmodel.catalog)."""
+"""The catalog: the shipped templates, and catalog files read and written
+(jobmodel.templates.catalog)."""
 
 from __future__ import annotations
 

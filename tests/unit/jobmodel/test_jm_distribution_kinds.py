@@ -1,4 +1,4 @@
-"""The distribution-kind table (``jobmodel.distribution_kinds``) is what the renderer, the
+"""The distribution-kind table (``jobmodel.templates.distribution_kinds``) is what the renderer, the
 hyperparameter rules and validation read: a row's rendered keys are its declared keys, and
 what every catalog template renders beyond its own hyperparameters is exactly them."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 import jobmodel as jm
-from jobmodel.distribution_kinds import KINDS
-from jobmodel.hyperparameters import DISTRIBUTION_KEYS, SCRIPT_MODE_KEYS
-from jobmodel.spec import DISTRIBUTION_KINDS, Distribution
+from jobmodel.templates.distribution_kinds import KINDS
+from jobmodel.templates.hyperparameters import DISTRIBUTION_KEYS, SCRIPT_MODE_KEYS
+from jobmodel.templates.spec import DISTRIBUTION_KINDS, Distribution
 
 
 @pytest.mark.parametrize("name", list(KINDS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from jobmodel.errors import (
+from jobmodel.contract.errors import (
     ERROR_TYPES,
     HTTP_STATUS,
     Conflict,

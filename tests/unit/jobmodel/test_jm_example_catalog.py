@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobmodel.catalog import load_catalog
+from jobmodel.templates.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,5 +1,5 @@
 """Hyperparameter rules: the contract's rule form and the template rules on hyperparameters
-(jobmodel.hyperparameters)."""
+(jobmodel.templates.hyperparameters)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The job record's status type and the pure half of the one writer (``jobmodel.job.plan``)."""
+"""The job record's status type and the pure half of the one writer
+(``jobmodel.jobs.record.plan``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from jobmodel import JOB_STATUSES, TERMINAL_STATUSES
-from jobmodel.contract import TERMINAL_RANK, Status
-from jobmodel.job import REVISION, Change, plan
+from jobmodel.contract.statuses import TERMINAL_RANK, Status
+from jobmodel.jobs.record import REVISION, Change, plan
 
 ROOT = Path(__file__).resolve().parents[3]
 ORDER = ["Submitting", "Queued", "Scheduled", "InProgress", "Stopping"]

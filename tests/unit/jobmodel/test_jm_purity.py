@@ -24,7 +24,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_only_standard_library_imports() -> None:
-    files = sorted(PACKAGE.glob("*.py"))
+    files = sorted(PACKAGE.rglob("*.py"))
     assert files
     for path in files:
         outside = {
@@ -47,4 +47,5 @@ def test_import_pulls_in_no_aws_or_cdk() -> None:
 
 
 def test_catalog_file_ships_inside_the_package() -> None:
-    assert (PACKAGE / "shipped_templates.json").is_file()
+    assert (PACKAGE / "templates" / "shipped_templates.json").is_file()
+    assert (PACKAGE / "money" / "prices.json").is_file()

@@ -1,11 +1,11 @@
-"""Validation of list, describe and stop (jobmodel.queries)."""
+"""Validation of list, describe and stop (jobmodel.requests.queries)."""
 
 from __future__ import annotations
 
 import pytest
 
 from jobmodel import NotFound, ValidationError
-from jobmodel.queries import validate_job_action, validate_list
+from jobmodel.requests.queries import validate_job_action, validate_list
 from jobmodel.teams import TeamsConfig
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import jobmodel as jm
-from jobmodel.scheduler import SchedulerConfig
+from jobmodel.capacity.scheduler import SchedulerConfig
 
 QUEUE = "arn:aws:batch:us-east-1:123456789012:job-queue/q"
 

@@ -1,4 +1,4 @@
-"""The queue's start estimate (jobmodel.queue_eta): properties of the upper bound, checked
+"""The queue's start estimate (jobmodel.capacity.queue_eta): properties of the upper bound, checked
 against a simulation of the queue's rules, and the options that would start a job sooner."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jobmodel as jm
-from jobmodel import queue_eta as E
-from jobmodel.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
+from jobmodel.capacity import queue_eta as E
+from jobmodel.capacity.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NOW = 1_800_000_000.0

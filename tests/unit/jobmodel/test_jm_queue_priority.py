@@ -1,5 +1,5 @@
 """Queue mode in the job model: template priorities, the request's ``priority`` and the
-scheduler configuration the trigger reads (jobmodel.spec, template_rules, request_parts,
+scheduler configuration the trigger reads (jobmodel.templates.spec, template_rules, request_parts,
 scheduler)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jobmodel as jm
-from jobmodel.names import ENV_JOB_QUEUE, ENV_QUEUE_SHARE_POLICY, ENV_SCHEDULER
-from jobmodel.scheduler import SchedulerConfig
+from jobmodel.capacity.scheduler import SchedulerConfig
+from jobmodel.contract.names import ENV_JOB_QUEUE, ENV_QUEUE_SHARE_POLICY, ENV_SCHEDULER
 from tests.unit.jobmodel.template_support import rule_of, spec_with
 
 QUEUE_ARN = "arn:aws:batch:us-east-1:123456789012:job-queue/ftl-training"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from jobmodel.contract import JOB_STATUSES
-from jobmodel.queue_state import (
+from jobmodel.contract.statuses import JOB_STATUSES
+from jobmodel.jobs.queue_state import (
     STOP_REASON,
     classify_reason,
     from_service_job,

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import jobmodel as jm
-from jobmodel import registry as R
+from jobmodel.after_training import registry as R
 
 GROUP_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 METADATA_RE = re.compile(r"^[\w .:/=+\-@]*$", re.ASCII)

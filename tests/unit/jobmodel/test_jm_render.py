@@ -430,7 +430,7 @@ def test_render_validates_against_the_botocore_model(render: Render) -> None:
             assert not report.has_errors(), report.generate_report()
 
 
-# -- the launcher's own tags (jobmodel.names) ------------------------------------------------
+# -- the launcher's own tags (jobmodel.contract.names) -----------------------------------------
 
 
 def test_the_launchers_tags_are_the_named_list_and_their_count_is_derived_from_it(
@@ -439,7 +439,7 @@ def test_the_launchers_tags_are_the_named_list_and_their_count_is_derived_from_i
     """Every ``ftl:`` tag the renderer writes is one of ``names``' keys, and the tags it adds
     beyond the platform's, template's and caller's are exactly ``launcher_tag_count``: the
     limit checks (request and template validation) count the same tags the renderer writes."""
-    from jobmodel import names as N
+    from jobmodel.contract import names as N
 
     spec = catalog["bert-large-qa"]
     fields = {"template": spec.name, "client_token": "tok-1", "tags": {"project": "x"}}

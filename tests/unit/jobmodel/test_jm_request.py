@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import jobmodel as jm
-from jobmodel import submit_docs
+from jobmodel.requests import submit_docs
 
 DATA = "ftl-data-123456789012"
 API_MD = Path(__file__).resolve().parents[3] / "docs" / "API.md"
@@ -459,7 +459,7 @@ def test_invalid_job_names(name: Any) -> None:
 
 def test_submit_fields() -> None:
     """The accepted fields are the ones docs/API.md's submit table documents (the table is
-    rendered from the same rows, ``jobmodel.submit_fields``)."""
+    rendered from the same rows, ``jobmodel.requests.submit_fields``)."""
     text = API_MD.read_text()
     table = text.split(submit_docs.HEADER, 1)[1].split("\n\n", 1)[0]
     documented = {line.split("`", 2)[1] for line in table.splitlines() if line.startswith("| `")}

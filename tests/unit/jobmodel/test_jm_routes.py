@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from jobmodel.routes import ACTIONS, ROUTES, match, route_for
+from jobmodel.contract.routes import ACTIONS, ROUTES, match, route_for
 
 API_MD = Path(__file__).resolve().parents[3] / "docs" / "API.md"
 

@@ -1,13 +1,13 @@
-"""SageMaker service quotas (jobmodel.service_quotas): reading, shortfalls, chain steps."""
+"""SageMaker service quotas (jobmodel.capacity.service_quotas): reading, shortfalls, chain steps."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobmodel import service_quotas as SQ
-from jobmodel.capacity import ON_DEMAND, PLAN, SPOT
-from jobmodel.chain import Step
+from jobmodel.capacity import service_quotas as SQ
+from jobmodel.capacity.chain import Step
+from jobmodel.capacity.plans import ON_DEMAND, PLAN, SPOT
 
 
 def entry(name: str, code: str, value: object) -> dict[str, object]:

@@ -1,4 +1,5 @@
-"""Template types: serialisation, immutability, the contract's public view (jobmodel.spec)."""
+"""Template types: serialisation, immutability, the contract's public view
+(jobmodel.templates.spec)."""
 
 from __future__ import annotations
 

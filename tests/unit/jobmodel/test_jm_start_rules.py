@@ -1,4 +1,5 @@
-"""Rules that decide whether a job really starts in the container (jobmodel.distribution).
+"""Rules that decide whether a job really starts in the container
+(jobmodel.templates.distribution_rules).
 
 Each defect test rebuilds the template as it shipped before the fix and shows that the
 rule now refuses it, so the defect cannot come back through the catalog.

@@ -1,4 +1,4 @@
-"""The submit field table (``jobmodel.submit_fields.FIELDS``) against what it drives: the
+"""The submit field table (``jobmodel.requests.submit_fields.FIELDS``) against what it drives: the
 request object, the fingerprint, docs/API.md's submit table and the HTTP body's schema."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import jobmodel as jm
-from jobmodel import submit_docs
-from jobmodel.submit_fields import FIELDS, SUBMIT_FIELDS
+from jobmodel.requests import submit_docs
+from jobmodel.requests.submit_fields import FIELDS, SUBMIT_FIELDS
 
 API_MD = Path(__file__).resolve().parents[3] / "docs" / "API.md"
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/ftl/pytorch:2.3-gpu"
@@ -34,7 +34,7 @@ PLATFORM = jm.PlatformConfig(
 
 
 def test_docs_api_md_holds_the_table_the_rows_render() -> None:
-    """Regenerate with ``python -m jobmodel.submit_docs --write docs/API.md``."""
+    """Regenerate with ``python -m jobmodel.requests.submit_docs --write docs/API.md``."""
     text = API_MD.read_text()
     assert submit_docs.api_table() in text
     assert submit_docs.replace_table(text) == text
@@ -142,8 +142,8 @@ def test_a_new_row_reaches_every_reader(monkeypatch: pytest.MonkeyPatch, submit:
     """A throwaway row (a free-text ``note``, and an ``echo`` switch on by default): read and
     checked, in the docs table, the schema and the client's flags, and left out of the form
     while unset or at its default, so the fingerprints recorded before it stay as they were."""
-    from jobmodel import request
-    from jobmodel import submit_fields as SF
+    from jobmodel.requests import submit as request
+    from jobmodel.requests import submit_fields as SF
 
     note = SF.SubmitField(
         name="note",

@@ -122,7 +122,7 @@ def test_teams_whose_names_only_share_a_start_are_fine():
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from jobmodel.scheduler import share_of  # noqa: E402
+from jobmodel.capacity.scheduler import share_of  # noqa: E402
 from jobmodel.teams import TEAM_NAME_RE  # noqa: E402
 
 team_names = st.from_regex(TEAM_NAME_RE, fullmatch=True)

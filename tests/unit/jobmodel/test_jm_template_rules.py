@@ -1,4 +1,4 @@
-"""Template rules: every synth-time rule fires, and the edges that pass (jobmodel.template_rules).
+"""Template rules: every synth-time rule fires, and the edges that pass (jobmodel.templates.rules).
 
 Hyperparameter rules are in test_jm_hyperparameters.py, start rules in test_jm_start_rules.py.
 """

@@ -9,16 +9,16 @@ import json
 import pytest
 
 import jobmodel as jm
-from jobmodel import chain as C
-from jobmodel import names as N
-from jobmodel.tracking import TrackingConfig, TrackingError, experiment_name
-from jobmodel.tracking_job import (
+from jobmodel.after_training.tracking import TrackingConfig, TrackingError, experiment_name
+from jobmodel.after_training.tracking_job import (
     TRACKING_VARIABLES,
     apply_tracking,
     run_view,
     tracked,
     tracking_environment,
 )
+from jobmodel.capacity import chain as C
+from jobmodel.contract import names as N
 from tests.unit.jobmodel.template_support import rule_of, spec_with
 
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/ftl-mlflow"

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobmodel.queue_state import from_service_job
-from jobmodel.training_state import (
+from jobmodel.jobs.queue_state import from_service_job
+from jobmodel.jobs.training_state import (
     count_interruptions,
     final_metrics,
     from_training_job,

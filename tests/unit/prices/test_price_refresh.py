@@ -12,8 +12,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from jobmodel.price_list import get_products_request, price_item_key, training_prices
-from jobmodel.pricing import PriceTable
+from jobmodel.money.price_list import get_products_request, price_item_key, training_prices
+from jobmodel.money.pricing import PriceTable
 from sandbox.pricing import PricingStandIn, product
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -104,7 +104,7 @@ def test_refresh_pages_through_the_answer_and_records_date_and_source():
 
 
 def _source() -> str:
-    from jobmodel.price_list import source_text
+    from jobmodel.money.price_list import source_text
 
     return source_text("us-east-1")
 

@@ -81,7 +81,7 @@ def queue_launcher(
     sandbox, monkeypatch, tmp_path, *, capacity: int, env: dict[str, str] | None = None
 ) -> QueueLauncher:
     """A queue-mode launcher on a fresh queue of ``capacity`` instances (0: nothing starts)."""
-    from jobmodel.scheduler import SchedulerConfig
+    from jobmodel.capacity.scheduler import SchedulerConfig
 
     queue_arn = sandbox.batch.create_queue(f"q-{uuid.uuid4().hex[:8]}", capacity=capacity)
     table = f"ftl-jobs-{uuid.uuid4().hex[:8]}"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from jobmodel.names import launcher_tag_count
+from jobmodel.contract.names import launcher_tag_count
 from tests.lambda_support import http_event
 from tests.unit.trigger.conftest import queue_launcher
 

@@ -10,8 +10,8 @@ from botocore.stub import Stubber
 
 from ftl_trigger import batch
 from jobmodel import NotFound, ValidationError
-from jobmodel.errors import Conflict, Throttled, UpstreamError
-from jobmodel.queue_state import STOP_REASON
+from jobmodel.contract.errors import Conflict, Throttled, UpstreamError
+from jobmodel.jobs.queue_state import STOP_REASON
 
 QUEUE = "arn:aws:batch:us-east-1:123456789012:job-queue/ftl-training"
 JOB_ARN = "arn:aws:batch:us-east-1:123456789012:service-job/j-1"

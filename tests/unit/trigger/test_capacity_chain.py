@@ -8,9 +8,9 @@ import json
 import pytest
 
 from ftl_ledger.items import from_item
-from jobmodel.attempts import starting
-from jobmodel.capacity import CapacityConfig
-from jobmodel.pricing import PriceTable
+from jobmodel.capacity.plans import CapacityConfig
+from jobmodel.jobs.attempts import starting
+from jobmodel.money.pricing import PriceTable
 from sandbox.capacity import CapacityStandIn
 from tests.lambda_support import http_event
 from tests.unit.trigger.test_teams import ALICE, make

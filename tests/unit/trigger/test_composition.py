@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from jobmodel.contract import Status
-from jobmodel.errors import ValidationError
-from jobmodel.names import CHAIN_ALIAS, SWEEP_ALIAS
-from jobmodel.queue_state import BATCH_STATUSES
-from jobmodel.routes import ACTIONS
+from jobmodel.contract.errors import ValidationError
+from jobmodel.contract.names import CHAIN_ALIAS, SWEEP_ALIAS
+from jobmodel.contract.routes import ACTIONS
+from jobmodel.contract.statuses import Status
+from jobmodel.jobs.queue_state import BATCH_STATUSES
 from tests.lambda_support import FakeContext
 from tests.unit.trigger.conftest import TRIGGER_DIR
 

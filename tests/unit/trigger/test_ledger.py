@@ -22,8 +22,8 @@ from ftl_ledger.ledger import (
     TokenTaken,
     token_pk,
 )
-from jobmodel import quotas as Q
-from jobmodel.errors import Throttled, UpstreamError
+from jobmodel.contract.errors import Throttled, UpstreamError
+from jobmodel.money import limits as Q
 from jobmodel.teams import TeamLimits
 from tests.lambda_support import client, create_ledger_table
 

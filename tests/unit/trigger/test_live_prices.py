@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ftl_trigger.prices import CACHE_SECONDS, LivePrices
-from jobmodel.pricing import PriceTable
+from jobmodel.money.pricing import PriceTable
 
 REGION = "us-east-1"
 

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from jobmodel.registry import group_name
+from jobmodel.after_training.registry import group_name
 from tests.lambda_support import client, create_ledger_table, load_handler, trigger_env
 from tests.unit.trigger.conftest import TRIGGER_DIR, Launcher
 from tests.unit.trigger.test_teams import ADMIN, ALICE, BOB, as_user, job, teams_env

@@ -15,7 +15,7 @@ from botocore.validate import validate_parameters
 
 from ftl_ledger.items import from_item
 from ftl_trigger import batch
-from jobmodel.pricing import PriceTable
+from jobmodel.money.pricing import PriceTable
 from sandbox.clock import SimClock, use_clock
 from tests.lambda_support import client, load_handler
 from tests.unit.job_events.conftest import EVENTS_DIR

@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from jobmodel import queue_eta as E
-from jobmodel.names import ENV_QUEUE_CAPACITY, timestamp
+from jobmodel.capacity import queue_eta as E
+from jobmodel.contract.names import ENV_QUEUE_CAPACITY, timestamp
 from tests.unit.trigger.conftest import queue_launcher
 from testsupport.authz.record import recording
 

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from ftl_trigger import batch
-from jobmodel.queue_state import STOP_REASON
+from jobmodel.jobs.queue_state import STOP_REASON
 from tests.expected import JOB_FIELDS
 from tests.lambda_support import emf_records, emf_totals, http_event
 from tests.unit.trigger.conftest import queue_launcher
@@ -501,7 +501,7 @@ def test_direct_capacity_error_says_how_to_queue(launcher, prefix):
 
 def test_runtime_reads_the_scheduler(tmp_path):
     from ftl_trigger.dependencies import BATCH_CONFIG, Runtime
-    from jobmodel.scheduler import SchedulerConfig
+    from jobmodel.capacity.scheduler import SchedulerConfig
     from tests.lambda_support import trigger_env
 
     base = trigger_env("http://localhost:9", tmp_path)
@@ -555,7 +555,7 @@ def test_describe_writes_back_only_over_the_state_it_read(queued, prefix, monkey
 
 def test_ledger_write_job_conditions_removals_and_one_release(queued, prefix):
     from ftl_ledger.ledger import Ledger
-    from jobmodel import quotas
+    from jobmodel.money import limits as quotas
 
     resp = queued(job(prefix))
     ledger = Ledger(queued.dynamodb, queued.table)
@@ -582,7 +582,7 @@ def test_the_backend_is_chosen_once_from_the_scheduler(launcher, queued):
     """Starting a claimed job is one interface (ftl_trigger.backend) with one module per
     way of getting capacity, picked from FTL_SCHEDULER when the container starts."""
     from ftl_trigger.backend import BACKENDS
-    from jobmodel.scheduler import SCHEDULERS
+    from jobmodel.capacity.scheduler import SCHEDULERS
 
     assert set(BACKENDS) == set(SCHEDULERS)
     assert launcher.module.LAUNCHER.backend.name == "direct"

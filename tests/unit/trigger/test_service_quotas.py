@@ -11,7 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from ftl_trigger.service_quotas import CACHE_SECONDS, RETRY_SECONDS, LiveQuotas
-from jobmodel.service_quotas import quota_name
+from jobmodel.capacity.service_quotas import quota_name
 from tests.lambda_support import client, create_ledger_table, load_handler, trigger_env
 from tests.unit.trigger.conftest import TRIGGER_DIR, Launcher
 

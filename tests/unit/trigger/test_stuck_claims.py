@@ -1,5 +1,5 @@
 """No claim held for ever (issue 30): a job whose start never happened is ended as
-FailedToStart at the claim bound (jobmodel.claims) by describe, stop, list, a replay or the
+FailedToStart at the claim bound (jobmodel.jobs.claims) by describe, stop, list, a replay or the
 sweep, with its usage given back once; a lost ledger write after a start answers what the
 ledger holds, flagged ``record_pending``."""
 
@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from jobmodel import claims as CL
+from jobmodel.jobs import claims as CL
 from tests.lambda_support import client
 from tests.unit.trigger.test_faults import (
     Inject,

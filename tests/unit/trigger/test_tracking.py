@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from jobmodel import names as N
+from jobmodel.contract import names as N
 from tests.lambda_support import client, create_ledger_table, load_handler, trigger_env
 from tests.unit.trigger.conftest import TRIGGER_DIR, Launcher
 

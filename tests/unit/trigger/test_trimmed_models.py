@@ -203,7 +203,7 @@ def test_stop_serializes_and_parses_with_the_trimmed_model(bundled, prefix, monk
 @pytest.fixture
 def bundled_queue(batch_sandbox, monkeypatch, tmp_path):
     """The bundle's handler in queue mode, on a stand-in queue of one instance."""
-    from jobmodel.scheduler import SchedulerConfig
+    from jobmodel.capacity.scheduler import SchedulerConfig
 
     queue_arn = batch_sandbox.batch.create_queue(f"q-{uuid.uuid4().hex[:8]}", capacity=1)
     table = f"ftl-jobs-{uuid.uuid4().hex[:8]}"

@@ -1,0 +1,190 @@
+"""A job's experiment tracking (issue 27): whether it is tracked, and its environment.
+
+A job is tracked (:func:`tracked`) when the platform has a server for its team, the template
+does not turn tracking off, the caller does not turn it off, and the template is not
+network-isolated. A tracked job's ``CreateTrainingJob`` gets :func:`tracking_environment`
+(no ``MlflowConfig``: docs/DECISIONS.md, issue 27, says why). Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..contract import names as N
+from ..contract.errors import ValidationError
+from ..teams import Team
+from ..templates.hyperparameters import json_type
+from ..templates.spec import TemplateSpec
+from .tracking import TrackingConfig, experiment_name
+
+__all__ = [
+    "TRACKING_VARIABLES",
+    "apply_tracking",
+    "attempt_environment",
+    "run_view",
+    "submit_tracking",
+    "tracked",
+    "tracking_environment",
+]
+
+
+def tracked(
+    requested: bool | None,
+    *,
+    template: str,
+    template_tracking: bool | None,
+    network_isolation: bool,
+    config: TrackingConfig,
+    team: str | None,
+) -> bool:
+    """Whether a job is tracked, or ``ValidationError`` on field ``tracking`` when the caller
+    asks for tracking that cannot be: no server, a template that turns it off, or a
+    network-isolated template (its container reaches no MLflow endpoint)."""
+    if requested is not None and type(requested) is not bool:
+        raise ValidationError("tracking", "tracking must be true or false")
+    server = config.server_for(team)
+    if requested:
+        if server is None:
+            raise ValidationError(
+                "tracking",
+                "tracking needs an MLflow tracking server and this platform has none "
+                "(context ftl:mlflow); leave tracking out",
+            )
+        if network_isolation:
+            raise ValidationError(
+                "tracking",
+                f"template {template} is network-isolated (network_isolation): its container "
+                "cannot reach MLflow, so it cannot be tracked; leave tracking out",
+            )
+        if template_tracking is False:
+            raise ValidationError(
+                "tracking",
+                f"template {template} turns tracking off (tracking: false); leave tracking out",
+            )
+        return True
+    if requested is False or server is None or network_isolation:
+        return False
+    return config.default if template_tracking is None else template_tracking
+
+
+def submit_tracking(
+    payload: Mapping[str, Any], spec: TemplateSpec, config: TrackingConfig, team: Team | None
+) -> bool | None:
+    """A submit's ``tracking``: the caller's choice (None: the template's or the platform's
+    default), refused where the job cannot be tracked (:func:`tracked`)."""
+    value = payload.get("tracking")
+    if value is not None and type(value) is not bool:
+        raise ValidationError("tracking", f"tracking must be true or false, got {json_type(value)}")
+    tracked(
+        value,
+        template=spec.name,
+        template_tracking=spec.tracking,
+        network_isolation=spec.network_isolation,
+        config=config,
+        team=team.name if team is not None else None,
+    )
+    return value
+
+
+TRACKING_VARIABLES = N.TRACKING_VARIABLES  # every variable tracking_environment may set
+
+
+def tracking_environment(
+    config: TrackingConfig,
+    *,
+    platform: str,
+    team: str | None,
+    template: str,
+    job_name: str,
+    image: str,
+    instance_type: str,
+    attempt: int,
+    estimate_usd: float | None,
+    output_s3_uri: str,
+) -> dict[str, str]:
+    """The container environment of a tracked job (all values within SageMaker's 512)."""
+    server = config.server_for(team)
+    if server is None:
+        raise ValueError(f"no MLflow server for team {team!r}")
+    env = {
+        N.ENV_MLFLOW_TRACKING_URI: server,
+        N.ENV_MLFLOW_EXPERIMENT_NAME: experiment_name(config, platform, team, template),
+        N.ENV_MLFLOW_RUN_NAME: job_name,
+        N.ENV_TRACKING_TEMPLATE: template,
+        N.ENV_TRACKING_IMAGE: image,
+        N.ENV_TRACKING_INSTANCE_TYPE: instance_type,
+        N.ENV_TRACKING_ATTEMPT: str(attempt),
+        N.ENV_TRACKING_OUTPUT_S3_URI: output_s3_uri,
+    }
+    if estimate_usd is not None:
+        env[N.ENV_TRACKING_COST_ESTIMATE] = f"{estimate_usd:.2f}"
+    return env
+
+
+def run_view(environment: Mapping[str, str]) -> dict[str, str] | None:
+    """``describe``'s ``tracking``: the server, experiment and run a job logs to, read from
+    its rendered environment; None when the job is not tracked."""
+    server = environment.get(N.ENV_MLFLOW_TRACKING_URI)
+    if not server:
+        return None
+    return {
+        "mlflow_resource_arn": server,
+        "experiment_name": environment.get(N.ENV_MLFLOW_EXPERIMENT_NAME, ""),
+        "run_name": environment.get(N.ENV_MLFLOW_RUN_NAME, ""),
+    }
+
+
+def apply_tracking(
+    rendered: dict[str, Any],
+    *,
+    requested: bool | None,
+    spec: TemplateSpec,
+    config: TrackingConfig,
+    platform: str,
+    team: str | None,
+    estimate_usd: float | None,
+) -> dict[str, Any]:
+    """``rendered`` (a ``CreateTrainingJob`` request, changed in place and returned) with the
+    tracking environment when the job is tracked. Attempt 1; a capacity chain's later attempts
+    rewrite the attempt and instance type (``jobmodel.capacity.chain.render_step``)."""
+    track = tracked(
+        requested,
+        template=spec.name,
+        template_tracking=spec.tracking,
+        network_isolation=spec.network_isolation,
+        config=config,
+        team=team,
+    )
+    if not track:
+        return rendered
+    env = dict(rendered.get("Environment", {}))
+    env.update(
+        tracking_environment(
+            config,
+            platform=platform,
+            team=team,
+            template=spec.name,
+            job_name=rendered["TrainingJobName"],
+            image=rendered["AlgorithmSpecification"]["TrainingImage"],
+            instance_type=rendered["ResourceConfig"].get("InstanceType", ""),
+            attempt=1,
+            estimate_usd=estimate_usd,
+            output_s3_uri=rendered["OutputDataConfig"]["S3OutputPath"],
+        )
+    )
+    rendered["Environment"] = env
+    return rendered
+
+
+def attempt_environment(
+    environment: Mapping[str, str], *, attempt: int, instance_types: list[str]
+) -> dict[str, str]:
+    """A tracked job's environment for attempt ``attempt`` of its capacity chain (the same
+    run continues; the attempt and the instance types it may get are the tags that change).
+    An untracked job's environment comes back unchanged."""
+    env = dict(environment)
+    if N.ENV_MLFLOW_TRACKING_URI in env:
+        env[N.ENV_TRACKING_ATTEMPT] = str(attempt)
+        env[N.ENV_TRACKING_INSTANCE_TYPE] = ",".join(instance_types)
+    return env

@@ -1,0 +1,9 @@
+"""Jobs: the job record in the ledger and every rule that changes it.
+
+Holds: ``record`` (``JobRecord``, ``Change`` and the one rule for changing a job),
+``training_state`` and ``queue_state`` (SageMaker's and Batch's state as ledger fields),
+``attempts`` and ``held_end`` (a capacity chain's attempts), ``claims`` (a submit's claim and
+the sweep) and ``effects`` (end effects owed on the record).
+
+May import (within jobmodel): contract, money, capacity, _rules.
+"""

@@ -1,0 +1,357 @@
+"""A chained job's attempts in the ledger: how observations of them change the one job record.
+
+Standard library only. A job whose template has a capacity chain (``jobmodel.capacity.chain``)
+keeps, besides the contract's fields, ``chain`` (its steps, with each candidate type's price),
+``attempt`` (the current one, 1-based), ``attempts`` (one entry per attempt: training job,
+capacity kind, instance type and count, start, end, status, reason, billable seconds, cost)
+and ``prior_cost_usd`` (what the ended attempts cost, each charged to the team's month as it
+ended). The top-level fields (``instance_type``, ``price_usd_per_hour``, ``training_job_name``,
+SageMaker's view) are the current attempt's.
+
+:func:`change_for` turns an observation into the :class:`~jobmodel.jobs.record.Change` the one
+writer applies: an older attempt's late word updates only its entry; the current attempt's end for
+want of capacity, with a step left and no stop asked, closes the attempt and marks the next
+one pending (``chain_pending``) instead of ending the job; any other observation is merged as
+for every job, and its entry follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ..capacity.chain import attempt_name, capacity_failure, ledger_job_of_attempt
+from ..capacity.plans import SPOT
+from ..contract.names import timestamp
+from ..contract.statuses import TERMINAL_STATUSES, Status
+from ..money.pricing import cost_usd
+from .held_end import after_held_end, hold, unexplained_batch_end
+from .queue_state import batch_created
+from .record import Change
+from .training_state import SAGEMAKER_GROUP
+
+__all__ = [
+    "ATTEMPT_HINT",
+    "NEXT_ATTEMPT",
+    "chained",
+    "change_for",
+    "current_training_job",
+    "failed_start_change",
+    "first_attempt",
+    "next_attempt",
+    "start_change",
+    "starting",
+    "stop_pending_change",
+    "view_fields",
+]
+
+# An observation's key (never written): the attempt it is about, when its reader knows.
+ATTEMPT_HINT = "attempt"
+NEXT_ATTEMPT = "NextAttempt"  # secondary status while the next attempt is about to start
+
+
+def chained(job: Mapping[str, Any]) -> bool:
+    return bool(job.get("chain"))
+
+
+def current_training_job(job: Mapping[str, Any]) -> str:
+    """The training job of the job's current attempt (the job's name for unchained jobs)."""
+    if not chained(job):
+        return str(job["job_name"])
+    return attempt_name(str(job["job_name"]), int(job.get("attempt") or 1))
+
+
+def _price(step_dict: Mapping[str, Any], itype: str) -> float | None:
+    price = (step_dict.get("prices") or {}).get(itype)
+    return None if price is None else float(price)
+
+
+def first_attempt(step: Mapping[str, Any], job_name: str) -> dict[str, Any]:
+    """Attempt 1's entry, as the claim writes it."""
+    return _entry(step, 1, job_name)
+
+
+def _entry(step: Mapping[str, Any], attempt: int, job_name: str) -> dict[str, Any]:
+    types = list(step["instance_types"])
+    return {
+        "attempt": attempt,
+        "training_job_name": attempt_name(job_name, attempt),
+        "capacity": step["kind"],
+        "instance_type": types[0],
+        "instance_types": types,
+        "instance_count": step["instance_count"],
+        "status": "Pending",
+    }
+
+
+def _replace(entries: list[dict[str, Any]], attempt: int, **values: Any) -> list[dict[str, Any]]:
+    out = [dict(e) for e in entries]
+    for entry in out:
+        if entry.get("attempt") == attempt:
+            entry.update({k: v for k, v in values.items() if v is not None})
+    return out
+
+
+def _ended(
+    update: Mapping[str, Any], entry: Mapping[str, Any], price: float | None
+) -> dict[str, Any]:
+    billable = update.get("billable_seconds")
+    out: dict[str, Any] = {
+        "status": update.get("status"),
+        "ended_ms": update.get("status_observed_ms"),
+        "billable_seconds": billable,
+        "cost_usd": cost_usd(price, int(entry["instance_count"]), billable),
+    }
+    if update.get("failure_reason"):
+        out["reason"] = str(update["failure_reason"])[:256]
+    return out
+
+
+def change_for(
+    job: Mapping[str, Any], update: Mapping[str, Any], *, hold_batch_end: bool = False
+) -> Change:
+    """The change an observation (SageMaker's or Batch's, in ledger terms) makes to a chained
+    job (module docstring); a plain observation for an unchained one. ``hold_batch_end``
+    (the job-events function): Batch's end of an attempt that nothing yet says why is held
+    (``jobmodel.jobs.held_end``), not taken as the job's end."""
+    if not chained(job):
+        return Change(observation=update)
+    attempt = int(job.get("attempt") or 1)
+    entries = list(job.get("attempts") or [])
+    seen = _attempt_of(update)
+    if seen is not None and seen != attempt:
+        return _late(job, entries, seen, update)
+    if job.get("chain_pending"):
+        return Change()  # between attempts: the next one's start writes what comes next
+    current = next((e for e in entries if e.get("attempt") == attempt), None)
+    step = job["chain"][attempt - 1]
+    selected = update.get("selected_instance_type")
+    itype = selected or (current or {}).get("instance_type") or job.get("instance_type")
+    price = _price(step, str(itype))
+    also: dict[str, Any] = {}
+    if selected and selected != job.get("instance_type"):
+        also.update(instance_type=selected, price_usd_per_hour=price)
+        entries = _replace(entries, attempt, instance_type=selected)
+    update = after_held_end(job, update)
+    status = update.get("status")
+    if status in TERMINAL_STATUSES and current is not None:
+        update = _with_sagemakers_view(job, update)
+        why = capacity_failure(update) or capacity_failure(_recorded_view(job, update))
+        stopping = job.get("stop_requested") or job.get("status") == str(Status.STOPPING)
+        steps_left = attempt < len(job["chain"]) and not stopping
+        if why and steps_left:
+            return next_attempt(job, entries, update, price, why)
+        if hold_batch_end and steps_left and unexplained_batch_end(job, update):
+            return hold(update)
+        entries = _replace(entries, attempt, **_ended(update, current, price))
+    elif status == str(Status.IN_PROGRESS) and current and current.get("status") != "InProgress":
+        # SageMaker's first word that it runs; the claim's time stays for an attempt never
+        # seen running.
+        started = update.get("status_observed_ms") or current.get("started_ms")
+        entries = _replace(entries, attempt, status="InProgress", started_ms=started)
+    if entries != list(job.get("attempts") or []):
+        also["attempts"] = entries
+    return Change(observation=update, also=also)
+
+
+def _with_sagemakers_view(job: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Batch's word on an attempt's end (queue mode) carries no billable time: the record's,
+    from SageMaker's events of this attempt's training job, is the attempt's (the ended
+    attempt's view is cleared when the next one is marked)."""
+    out = dict(update)
+    if out.get("billable_seconds") is None and update.get("status_source") == "batch":
+        out["billable_seconds"] = job.get("billable_seconds")
+    return out
+
+
+def _recorded_view(job: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """Batch's end with what SageMaker's earlier events of the attempt said (a spot wait that
+    ran out, an insufficient-capacity failure Batch reported without its reason); Batch's end
+    alone when the update is not Batch's."""
+    if update.get("status_source") != "batch":
+        return dict(update)
+    view = {k: job.get(k) for k in ("secondary_status", "failure_reason")}
+    return {**update, **{k: v for k, v in view.items() if v}}
+
+
+def _attempt_of(update: Mapping[str, Any]) -> int | None:
+    """The attempt an observation is about: the ``attempt`` its reader found (queue mode: the
+    service job's name or the training job's ``ftl:job-name`` tag, as Batch names its
+    training jobs ``AWSBatch<name><hex>``, cut to fit), else the training job's name; None
+    when neither says."""
+    hint = update.get(ATTEMPT_HINT)
+    if isinstance(hint, int) and not isinstance(hint, bool):
+        return hint
+    named = update.get("training_job_name")
+    if not named or batch_created(str(named)):
+        return None
+    return ledger_job_of_attempt(str(named))[1]
+
+
+def _late(
+    job: Mapping[str, Any], entries: list[dict[str, Any]], seen: int, update: Mapping[str, Any]
+) -> Change:
+    """An older attempt's word (an event that arrived after the chain moved on): its entry
+    takes the billable time when it had none; the job's status is not touched."""
+    entry = next((e for e in entries if e.get("attempt") == seen), None)
+    if entry is None or update.get("status") not in TERMINAL_STATUSES:
+        return Change()
+    if entry.get("billable_seconds") is not None or update.get("billable_seconds") is None:
+        return Change()
+    price = _price(job["chain"][seen - 1], str(entry["instance_type"]))
+    ended = _ended(update, entry, price)
+    ended.pop("status")
+    cost = ended.get("cost_usd") or 0.0
+    return Change(
+        also={
+            "attempts": _replace(entries, seen, **ended),
+            "prior_cost_usd": round(float(job.get("prior_cost_usd") or 0) + cost, 4),
+        },
+        spend=cost or None,
+    )
+
+
+def next_attempt(
+    job: Mapping[str, Any],
+    entries: list[dict[str, Any]],
+    update: Mapping[str, Any],
+    price: float | None,
+    reason: str,
+) -> Change:
+    """Close the current attempt (for want of capacity) and mark the next one pending: the
+    job stays in progress, SageMaker's view of the old attempt is cleared, its cost is
+    charged to the team's month with this write."""
+    attempt = int(job.get("attempt") or 1)
+    current = next(e for e in entries if e.get("attempt") == attempt)
+    ended = _ended(update, current, price)
+    ended["reason"] = reason
+    entries = _replace(entries, attempt, **ended)
+    step = job["chain"][attempt]
+    nxt = _entry(step, attempt + 1, str(job["job_name"]))
+    entries.append(nxt)
+    cost = ended.get("cost_usd") or 0.0
+    also: dict[str, Any] = {
+        "attempts": entries,
+        "attempt": attempt + 1,
+        "chain_pending": True,
+        "prior_cost_usd": round(float(job.get("prior_cost_usd") or 0) + cost, 4),
+        "instance_type": nxt["instance_type"],
+        "price_usd_per_hour": _price(step, nxt["instance_type"]),
+        "training_job_name": nxt["training_job_name"],
+        "training_job_arn": None,
+        "job_arn": None,
+        "secondary_status": NEXT_ATTEMPT,
+        "failure_reason": None,
+        "batch_job_id": None,
+        "batch_job_arn": None,
+        "batch_status": None,
+        "batch_status_reason": None,
+    }
+    for key in SAGEMAKER_GROUP:
+        if key != "secondary_status":
+            also[key] = None
+    also["sagemaker_observed_ms"] = None
+    return Change(also=also, spend=cost or None)
+
+
+def start_change(
+    job: Mapping[str, Any], rendered_json: str, rendered_hash: str, now_ms: int
+) -> Change:
+    """Claim the pending attempt's start (written before the backend is asked): the
+    attempt's request becomes the job's ``rendered`` (a replay restarts this attempt); the
+    attempt starts now (an attempt that ends before anyone sees it run keeps this start)."""
+    attempt = int(job["attempt"])
+    entries = _replace(
+        list(job.get("attempts") or []), attempt, status="Starting", started_ms=now_ms
+    )
+    return Change(
+        also={
+            "chain_pending": None,
+            "rendered": rendered_json,
+            "rendered_hash": rendered_hash,
+            "attempts": entries,
+        }
+    )
+
+
+def starting(job: Mapping[str, Any]) -> bool:
+    """The current attempt's start is claimed and not yet recorded (no training job, and in
+    queue mode no service job, known)."""
+    attempt = job.get("attempt")
+    entry = next((e for e in job.get("attempts") or [] if e.get("attempt") == attempt), None)
+    started = entry is not None and entry.get("status") == "Starting"
+    return started and not job.get("job_arn") and not job.get("batch_job_id")
+
+
+def stop_pending_change(job: Mapping[str, Any], now_ms: int) -> Change:
+    """A stop between two attempts: no training job runs, so the job is stopped here and the
+    pending attempt never starts."""
+    attempt = int(job["attempt"])
+    entries = _replace(list(job.get("attempts") or []), attempt, status="Stopped", reason="stopped")
+    return Change.launcher(
+        Status.STOPPED,
+        now_ms,
+        also={
+            "attempts": entries,
+            "chain_pending": None,
+            "stop_requested": True,
+            "cost_usd": job.get("prior_cost_usd"),
+        },
+    )
+
+
+def failed_start_change(job: Mapping[str, Any], reason: str, now_ms: int) -> Change | None:
+    """The pending attempt could not start for want of capacity: close it and move on when a
+    step is left (None: the job's start failed as any start does)."""
+    attempt = int(job["attempt"])
+    if attempt >= len(job["chain"]) or job.get("stop_requested"):
+        return None
+    update = {"status": "Failed", "status_observed_ms": now_ms, "failure_reason": reason}
+    entries = list(job.get("attempts") or [])
+    return next_attempt(job, entries, update, None, reason)
+
+
+def view_fields(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The contract's chain fields of a chained job (describe, list, status): its steps, the
+    current attempt (its kind as ``capacity`` and ``spot``) and every attempt with its cost."""
+    entries = []
+    for entry in job.get("attempts") or []:
+        shown = {
+            k: entry.get(k)
+            for k in (
+                "attempt",
+                "training_job_name",
+                "capacity",
+                "instance_type",
+                "instance_count",
+                "status",
+                "billable_seconds",
+                "cost_usd",
+            )
+        }
+        for key in ("started_ms", "ended_ms"):
+            if entry.get(key) is not None:
+                shown[key.replace("_ms", "_at")] = _iso(int(entry[key]))
+        if entry.get("attempt") == 1 and "started_at" not in shown and job.get("created_at"):
+            shown["started_at"] = job["created_at"]  # attempt 1 starts with the job
+        if entry.get("reason"):
+            shown["reason"] = entry["reason"]
+        entries.append(shown)
+    attempt = int(job.get("attempt") or 1)
+    kind = str(job["chain"][min(attempt, len(job["chain"])) - 1]["kind"])
+    return {
+        # the current attempt's kind, as the job's other top-level fields are the current
+        # attempt's: ``spot`` is true only while the job runs (or waits) on spot
+        "capacity": kind,
+        "spot": kind == SPOT,
+        "capacity_chain": [s["kind"] for s in job["chain"]],
+        "attempt": job.get("attempt"),
+        "attempts": entries,
+        "training_job_name": current_training_job(job),
+        "next_attempt_pending": bool(job.get("chain_pending")),
+    }
+
+
+def _iso(ms: int) -> str:
+    return timestamp(datetime.fromtimestamp(ms / 1000, tz=UTC))

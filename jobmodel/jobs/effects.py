@@ -1,0 +1,115 @@
+"""A job's end effects: what must happen once a job has ended, owed durably on its record.
+
+Standard library only. The write that makes a job's status terminal (``record.plan``) also
+writes the mark :data:`OWED`: a map from each end effect the job owes to its stable
+deduplication id. An effect is done by whoever next holds the record (the job-events
+function for any later event, the trigger's describe, stop, list, a replay of the token, or
+the scheduled sweep): it performs the effect with the id, then removes that effect from the
+mark with the one writer (:func:`done_change`). A failure between the two leaves the mark, so
+the next holder does it again: at least once, and a receiver drops a repeat by the id, which
+never changes for a job and an effect.
+
+Adding an effect (the model registry, issue 27) is one entry in :data:`END_EFFECTS` and one
+performer where the effects are run (``ftl_ledger.effects``); the mark, its ids and its
+completion stay as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..contract.statuses import TERMINAL_STATUSES
+
+__all__ = [
+    "ANNOUNCE",
+    "DEDUP_ATTRIBUTE",
+    "REGISTER",
+    "END_EFFECTS",
+    "OWED",
+    "PUBLIC_FIELDS",
+    "announcement",
+    "dedup_id",
+    "done_change",
+    "owed",
+    "owed_at_end",
+    "public_view",
+]
+
+OWED = "owed_effects"  # the job attribute: {effect name: dedup id}
+ANNOUNCE = "announce"  # the SNS announcement of the job's end
+# a Completed job's model as a version in the registry (jobmodel.after_training.registry)
+REGISTER = "register"
+# Every effect a job's end owes, in the order they are done.
+END_EFFECTS: tuple[str, ...] = (ANNOUNCE, REGISTER)
+# The SNS message attribute that carries the announcement's deduplication id.
+DEDUP_ATTRIBUTE = "dedup_id"
+
+# The ledger attributes the announcement and the job-events function's answer carry.
+PUBLIC_FIELDS = (
+    "status",
+    "secondary_status",
+    "failure_reason",
+    "billable_seconds",
+    "training_seconds",
+    "spot_savings_percent",
+    "cost_usd",
+    "final_metrics",
+    "spot_interruptions",
+    "queue_reason",
+    "batch_job_id",
+    "training_job_name",
+    "team",
+    "template",
+    "updated_at",
+)
+
+
+def dedup_id(job_name: str, effect: str) -> str:
+    """The one id of ``effect`` for job ``job_name``: a job ends once, so it never changes."""
+    return f"{job_name}/{effect}"
+
+
+def owed_at_end(job: Mapping[str, Any]) -> dict[str, str]:
+    """The mark written with the write that ends ``job``: every end effect, with its id."""
+    name = str(job["job_name"])
+    return {effect: dedup_id(name, effect) for effect in END_EFFECTS}
+
+
+def owed(job: Mapping[str, Any]) -> dict[str, str]:
+    """The end effects ``job`` (as read) still owes, in :data:`END_EFFECTS` order."""
+    mark = job.get(OWED)
+    if not isinstance(mark, Mapping) or job.get("status") not in TERMINAL_STATUSES:
+        return {}
+    return {e: str(mark[e]) for e in END_EFFECTS if isinstance(mark.get(e), str)}
+
+
+def done_change(job: Mapping[str, Any], effect: str) -> dict[str, Any]:
+    """The attributes that record ``effect`` done on ``job`` as read now (the mark without
+    it; ``None`` removes the mark once nothing is owed). Empty when it was already done."""
+    mark = job.get(OWED)
+    if not isinstance(mark, Mapping) or effect not in mark:
+        return {}
+    rest = {k: v for k, v in mark.items() if k != effect}
+    return {OWED: rest or None}
+
+
+def public_view(job: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: job[k] for k in PUBLIC_FIELDS if job.get(k) is not None}
+
+
+def announcement(job: Mapping[str, Any], dedup: str) -> dict[str, Any]:
+    """SNS ``Publish`` parameters (without ``TopicArn``) announcing the end of ``job``, with
+    its deduplication id as a message attribute and in the message."""
+    name = str(job["job_name"])
+    status = str(job.get("status"))
+    message = {"job_name": name, DEDUP_ATTRIBUTE: dedup, **public_view(job)}
+    return {
+        "Subject": f"Training job {status}: {name}"[:100],
+        "Message": json.dumps(message, indent=2),
+        "MessageAttributes": {
+            "status": {"DataType": "String", "StringValue": status},
+            DEDUP_ATTRIBUTE: {"DataType": "String", "StringValue": dedup},
+        },
+    }
