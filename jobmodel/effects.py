@@ -20,6 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from . import notifications as N
 from .contract import TERMINAL_STATUSES
 
 __all__ = [
@@ -75,11 +76,17 @@ def owed_at_end(job: Mapping[str, Any]) -> dict[str, str]:
 
 
 def owed(job: Mapping[str, Any]) -> dict[str, str]:
-    """The end effects ``job`` (as read) still owes, in :data:`END_EFFECTS` order."""
+    """What ``job`` (as read) still owes: its job notices (``notifications``: started, a
+    chain's next step) first, then, once it has ended, its end effects in
+    :data:`END_EFFECTS` order."""
     mark = job.get(OWED)
-    if not isinstance(mark, Mapping) or job.get("status") not in TERMINAL_STATUSES:
+    if not isinstance(mark, Mapping):
         return {}
-    return {e: str(mark[e]) for e in END_EFFECTS if isinstance(mark.get(e), str)}
+    notices = sorted((k for k in mark if N.is_notice(k)), key=N.notice_order)
+    out = {k: str(mark[k]) for k in notices if isinstance(mark[k], str)}
+    if job.get("status") in TERMINAL_STATUSES:
+        out.update({e: str(mark[e]) for e in END_EFFECTS if isinstance(mark.get(e), str)})
+    return out
 
 
 def done_change(job: Mapping[str, Any], effect: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from ftl_constructs.launcher import JobLauncher
 from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
+from ftl_constructs.team_topics import TeamTopics
 from jobmodel.capacity import CapacityError
 from jobmodel.names import PLATFORM_VERSION, VERSION_OUTPUT
 from stacks.foundation_stack import FoundationStack
@@ -101,6 +102,20 @@ class LauncherStack(Stack):
             if settings.teams.enabled
             else None
         )
+        # Notifications: a topic per team, and every platform event on EventBridge.
+        self.notifications = TeamTopics(
+            self,
+            "Notifications",
+            platform_name=settings.name,
+            teams=settings.teams,
+            encryption_key=foundation.key,
+            publishers=[
+                (self.launcher.function, self.launcher.trigger.policy),
+                (self.events.function, self.events.handler.policy),
+            ],
+        )
+        if self.team_access is not None:
+            self.team_access.grant_topics(self.notifications.topics)
         self._outputs(foundation)
 
     def _events_and_dashboard(
@@ -157,6 +172,9 @@ class LauncherStack(Stack):
                     self,
                     f"Team{oid}TrainingRoleArn",
                     value=foundation.team_roles[name].arn_for(self),
+                )
+                CfnOutput(
+                    self, f"Team{oid}TopicArn", value=self.notifications.topics[name].topic_arn
                 )
             if access.admin_alias is not None and access.admin_policy is not None:
                 CfnOutput(self, "AdminInvokeArn", value=access.admin_alias.function_arn)

@@ -1,12 +1,13 @@
 """What the job-events function needs from its container, built once: the ledger's client and
-the recorder (whose writer prints the metric lines), the SNS client and topic, the platform's
-name and the clock (like ``ftl_trigger.dependencies`` for the trigger)."""
+the recorder (whose writer prints the metric lines and sends budget notifications), the SNS
+and EventBridge clients, the topics and bus (``ftl_ledger.notify``), the platform's name and
+the clock (like ``ftl_trigger.dependencies`` for the trigger)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +16,8 @@ from botocore.config import Config
 
 from ftl_events.apply import Recorder
 from ftl_ledger.ledger import Ledger
+from ftl_ledger.notify import BudgetWatch, Notifier, NotifySettings
+from jobmodel import quotas as Q
 from jobmodel.names import ENV_CHAIN_FUNCTION, ENV_JOB_TABLE, ENV_PLATFORM_NAME, ENV_TOPIC_ARN
 from jobmodel.platform import PlatformConfig
 
@@ -31,6 +34,14 @@ class Runtime:
     # The trigger's ``chain`` alias (FTL_CHAIN_FUNCTION): asked to start a chain's next attempt.
     chain_function: str = ""
     lambda_client: Any = None
+    # The team topics, event bus and budgets of the notifications (ftl_ledger.notify), and
+    # the EventBridge client (None: no events).
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    events: Any = None
+
+    def notifier(self) -> Notifier:
+        """The notifications' sender, with the runtime's clients as they are now."""
+        return Notifier(self.sns, self.events, self.topic_arn, self.notify)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -44,7 +55,9 @@ class Runtime:
 
         ledger = Ledger(boto3.client("dynamodb", config=CLIENT_CONFIG), table)
         platform = env.get(ENV_PLATFORM_NAME) or PlatformConfig.platform_name
-        return cls(
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+        notify = NotifySettings.from_env(env, platform=platform, region=region)
+        runtime = cls(
             recorder=Recorder(ledger, now, platform=platform),
             sns=boto3.client("sns", config=CLIENT_CONFIG),
             topic_arn=env.get(ENV_TOPIC_ARN, ""),
@@ -56,4 +69,11 @@ class Runtime:
                 if env.get(ENV_CHAIN_FUNCTION)
                 else None
             ),
+            notify=notify,
+            events=boto3.client("events", config=CLIENT_CONFIG) if notify.bus else None,
         )
+        # The one writer sends the budget notifications of a write that changed a team's spend.
+        runtime.recorder.writer.on_spend = BudgetWatch(
+            runtime.notifier, ledger, lambda: Q.month_of(runtime.now())
+        )
+        return runtime

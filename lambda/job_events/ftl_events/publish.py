@@ -1,6 +1,7 @@
-"""What a recorded observation tells the world: a job's end effects (``jobmodel.effects``),
-the announcement on SNS first (the fleet's metric lines are printed by the one writer,
-``ftl_ledger.writer``).
+"""What a recorded observation tells the world: the job notices and end effects its record
+owes (``jobmodel.effects``, ``jobmodel.notifications``): started, a chain's next step, the
+end's announcement, each on SNS and EventBridge (``ftl_ledger.notify``). The fleet's metric
+lines and the budget notifications are the one writer's (``ftl_ledger.writer``).
 
 The write that ended the job marked them owed; any event of the job, a replay or a retry of
 the one that failed included, does what is still owed, with each effect's stable
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ftl_ledger.effects import EndEffects, announcer
+from ftl_ledger.effects import EndEffects
 from jobmodel import effects as E
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -25,7 +26,4 @@ def complete_effects(runtime: Runtime, job: Mapping[str, Any]) -> dict[str, Any]
     if not E.owed(job):
         return dict(job)
 
-    def publish(**message: Any) -> Any:  # the runtime's client when called (tests replace it)
-        return runtime.sns.publish(TopicArn=runtime.topic_arn, **message)
-
-    return EndEffects(runtime.recorder.writer, {E.ANNOUNCE: announcer(publish)}).complete(job)
+    return EndEffects(runtime.recorder.writer, runtime.notifier().performers()).complete(job)

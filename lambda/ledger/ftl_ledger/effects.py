@@ -1,9 +1,11 @@
 """Doing a job's owed end effects (``jobmodel.effects``): both functions run them the same way.
 
 :class:`EndEffects` holds one performer per effect (the announcement: SNS ``Publish`` with the
-effect's deduplication id). :meth:`EndEffects.complete` does every effect the record still
-owes, in order, and records each one done through the one writer as soon as it succeeded, so
-a failure leaves exactly the effects not yet done owed, for the next holder of the record.
+effect's deduplication id), and one for every job notice owed the same way (:data:`NOTICE`:
+started, a capacity chain's next step; ``ftl_ledger.notify``). :meth:`EndEffects.complete`
+does every effect the record still owes, in order, and records each one done through the one
+writer as soon as it succeeded, so a failure leaves exactly the effects not yet done owed,
+for the next holder of the record.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ from typing import Any
 
 from ftl_ledger.writer import JobWriter
 from jobmodel import effects as E
+from jobmodel import notifications as N
 from jobmodel.job import Change, JobRecord
 
-__all__ = ["EndEffects", "Performer", "announcer"]
+__all__ = ["NOTICE", "EndEffects", "Performer", "announcer"]
 
 LOG = logging.getLogger("ftl.ledger")
 
 # Performs one effect for a job as read, given the effect's deduplication id; raises on failure.
 Performer = Callable[[Mapping[str, Any], str], None]
+# The performers' key of every owed job notice (``ftl_ledger.notify``).
+NOTICE = "notice"
 
 
 def announcer(publish: Callable[..., Any]) -> Performer:
@@ -48,7 +53,9 @@ class EndEffects:
         effect and the ones after it still owed."""
         current: dict[str, Any] = dict(job)
         for effect, dedup in E.owed(current).items():
-            self.performers[effect](current, dedup)
+            # A job notice (``jobmodel.notifications``: started, a chain's step) has one
+            # performer for every key, under NOTICE.
+            self.performers[NOTICE if N.is_notice(effect) else effect](current, dedup)
 
             def done(record: JobRecord, effect: str = effect) -> Change:
                 return Change(also=E.done_change(record, effect))

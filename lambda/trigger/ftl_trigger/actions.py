@@ -16,6 +16,7 @@ from botocore.exceptions import (
 )
 
 from ftl_ledger.ledger import Ledger
+from ftl_ledger.notify import BudgetWatch
 from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.adapters import Call
 from ftl_trigger.backend import BACKENDS, Backend, choose
@@ -64,6 +65,9 @@ class Launcher(SubmitFlow, QueueFlow, ChainFlow, QuotaGate, CareFlow):
             platform=lambda: self.rt.platform.platform_name,
             now=lambda: self.rt.now(),
             attempts=_WRITE_ATTEMPTS,
+            on_spend=BudgetWatch(
+                lambda: self.rt.notifier(), self.ledger, lambda: self.usage.month()
+            ),
         )
         self.usage = self.writer.usage
         self.signer = Signer(self.ledger.paging_key)

@@ -5,7 +5,8 @@
   ``jobmodel.claims.CLAIM_BOUND_S`` old, it is ended as ``FailedToStart`` (usage given back
   once and token freed, by the one writer). Describe, stop, list, a replay of the token and
   the sweep all look this way (:meth:`CareFlow._recover_submitting`).
-* A job that owes end effects (``jobmodel.effects``: the announcement) has them done by
+* A job that owes end effects (``jobmodel.effects``: the announcement) or job notices
+  (``jobmodel.notifications``: started, a chain's next step) has them done by
   whichever of those holds the record next (:meth:`CareFlow._complete_effects`); the trigger's
   own writes that end a job do them at once.
 * The ``sweep`` action (door ``sweep``: an EventBridge schedule) reads the ledger's sparse
@@ -20,7 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ftl_ledger.effects import EndEffects, announcer
+from ftl_ledger.effects import EndEffects
 from ftl_trigger.submit import RECORD_PENDING
 from jobmodel import claims as CL
 from jobmodel import effects as E
@@ -62,12 +63,7 @@ class CareFlow:
         next event, look or the sweep); the record as it then is."""
         if not E.owed(job) or self.rt.sns is None:
             return job
-        rt = self.rt
-
-        def publish(**message: Any) -> Any:
-            return rt.sns.publish(TopicArn=rt.topic_arn, **message)
-
-        effects = EndEffects(self.writer, {E.ANNOUNCE: announcer(publish)})
+        effects = EndEffects(self.writer, self.rt.notifier().performers())
         try:
             return effects.complete(job)
         except Exception as err:  # noqa: BLE001 - owed effects stay marked on the record
