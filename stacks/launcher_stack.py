@@ -102,7 +102,12 @@ class LauncherStack(Stack):
             if settings.teams.enabled
             else None
         )
-        # Notifications: a topic per team, and every platform event on EventBridge.
+        self._notifications(settings, foundation)
+        self._outputs(foundation)
+
+    def _notifications(self, settings: PlatformSettings, foundation: FoundationStack) -> None:
+        """A topic per team (each team subscribes to its own), and every platform event on
+        EventBridge, from both functions."""
         self.notifications = TeamTopics(
             self,
             "Notifications",
@@ -116,7 +121,6 @@ class LauncherStack(Stack):
         )
         if self.team_access is not None:
             self.team_access.grant_topics(self.notifications.topics)
-        self._outputs(foundation)
 
     def _events_and_dashboard(
         self,
