@@ -51,7 +51,8 @@ class TeamTopics(Construct):
     that tells the functions where notifications go.
 
     A team's topic may be subscribed to only by its own principals (and the admins): its
-    policy denies ``sns:Subscribe`` to every other principal, and every request without TLS.
+    policy denies ``sns:Subscribe`` to every other principal, and publishing and subscribing
+    without TLS.
     The team's managed policy grants the subscription (``TeamAccess.grant_topics``).
 
     Attributes:
@@ -94,6 +95,17 @@ class TeamTopics(Construct):
                     actions=["sns:Subscribe"],
                     resources=[topic.topic_arn],
                     conditions={"StringNotLike": {"aws:PrincipalArn": allowed}},
+                )
+            )
+            # enforce_ssl denies Publish without TLS; subscriptions are refused the same way.
+            topic.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="SubscribeOverTlsOnly",
+                    effect=iam.Effect.DENY,
+                    principals=[iam.AnyPrincipal()],
+                    actions=["sns:Subscribe", "sns:ListSubscriptionsByTopic"],
+                    resources=[topic.topic_arn],
+                    conditions={"Bool": {"aws:SecureTransport": "false"}},
                 )
             )
             self.topics[team.name] = topic

@@ -65,8 +65,12 @@ def test_only_the_team_and_the_admins_may_subscribe_and_only_over_tls(launcher, 
     allowed = allowed if isinstance(allowed, list) else [allowed]
     assert sorted(allowed) == sorted([*principals, *TEAMS_CONTEXT["ftl:admins"]])
     tls = [s for s in statements if s.get("Condition", {}).get("Bool")]
-    assert tls and tls[0]["Effect"] == "Deny"
-    assert tls[0]["Condition"]["Bool"] == {"aws:SecureTransport": "false"}
+    assert tls and all(s["Effect"] == "Deny" for s in tls)
+    assert all(s["Condition"]["Bool"] == {"aws:SecureTransport": "false"} for s in tls)
+    actions = {
+        a for s in tls for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    }
+    assert {"sns:Publish", "sns:Subscribe"} <= actions
 
 
 @pytest.mark.parametrize("team", TEAMS)
