@@ -50,6 +50,10 @@ def _apply_shims() -> None:
     from sandbox.cfn_updates import apply_update_shims
 
     apply_update_shims()
+    # 7. moto 5.2's EventBridge: a scheduled rule matches no event (sandbox/events_shim.py).
+    from sandbox.events_shim import scheduled_rules_match_no_event
+
+    scheduled_rules_match_no_event()
 
 
 def _kms_key_tags() -> None:
