@@ -16,7 +16,6 @@ completion stay as they are.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +28,6 @@ __all__ = [
     "END_EFFECTS",
     "OWED",
     "PUBLIC_FIELDS",
-    "announcement",
     "dedup_id",
     "done_change",
     "owed",
@@ -41,7 +39,8 @@ OWED = "owed_effects"  # the job attribute: {effect name: dedup id}
 ANNOUNCE = "announce"  # the SNS announcement of the job's end
 # Every effect a job's end owes, in the order they are done.
 END_EFFECTS: tuple[str, ...] = (ANNOUNCE,)
-# The SNS message attribute that carries the announcement's deduplication id.
+# The SNS message attribute that carries the announcement's deduplication id (the message
+# itself: ``jobmodel.notifications``, the ``ended`` notification).
 DEDUP_ATTRIBUTE = "dedup_id"
 
 # The ledger attributes the announcement and the job-events function's answer carry.
@@ -101,19 +100,3 @@ def done_change(job: Mapping[str, Any], effect: str) -> dict[str, Any]:
 
 def public_view(job: Mapping[str, Any]) -> dict[str, Any]:
     return {k: job[k] for k in PUBLIC_FIELDS if job.get(k) is not None}
-
-
-def announcement(job: Mapping[str, Any], dedup: str) -> dict[str, Any]:
-    """SNS ``Publish`` parameters (without ``TopicArn``) announcing the end of ``job``, with
-    its deduplication id as a message attribute and in the message."""
-    name = str(job["job_name"])
-    status = str(job.get("status"))
-    message = {"job_name": name, DEDUP_ATTRIBUTE: dedup, **public_view(job)}
-    return {
-        "Subject": f"Training job {status}: {name}"[:100],
-        "Message": json.dumps(message, indent=2),
-        "MessageAttributes": {
-            "status": {"DataType": "String", "StringValue": status},
-            DEDUP_ATTRIBUTE: {"DataType": "String", "StringValue": dedup},
-        },
-    }

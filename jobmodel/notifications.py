@@ -92,6 +92,7 @@ ENDED_FIELDS = (
     "cost_usd",
     "final_metrics",
     "spot_interruptions",
+    "batch_job_id",
     "attempt",
     "instance_type",
     "instance_count",

@@ -19,7 +19,7 @@ from jobmodel import effects as E
 from jobmodel import notifications as N
 from jobmodel.job import Change, JobRecord
 
-__all__ = ["NOTICE", "EndEffects", "Performer", "announcer"]
+__all__ = ["NOTICE", "EndEffects", "Performer"]
 
 LOG = logging.getLogger("ftl.ledger")
 
@@ -27,16 +27,6 @@ LOG = logging.getLogger("ftl.ledger")
 Performer = Callable[[Mapping[str, Any], str], None]
 # The performers' key of every owed job notice (``ftl_ledger.notify``).
 NOTICE = "notice"
-
-
-def announcer(publish: Callable[..., Any]) -> Performer:
-    """The announcement's performer: ``publish`` (an SNS ``Publish`` to the platform's topic,
-    given every parameter but ``TopicArn``) of ``jobmodel.effects.announcement``."""
-
-    def announce(job: Mapping[str, Any], dedup: str) -> None:
-        publish(**E.announcement(job, dedup))
-
-    return announce
 
 
 class EndEffects:
