@@ -191,10 +191,13 @@ def trigger(deployment: Deployment, sandbox: Any, monkeypatch: pytest.MonkeyPatc
 
 
 def create_team_topics(env: Mapping[str, str], sandbox: Any) -> None:
-    """The teams' notification topics a function's environment names (FTL_TEAM_TOPICS), in
-    moto, so the notifications it sends are recorded."""
+    """The topics a function's environment names (FTL_TOPIC_ARN, and the teams' notification
+    topics FTL_TEAM_TOPICS), in moto, so the notifications it sends are recorded and sent (a
+    notice whose publish failed would stay owed, in the sweep's index, as it does in AWS)."""
     sns = client("sns", sandbox.endpoint)
-    for arn in json.loads(env.get("FTL_TEAM_TOPICS") or "{}").values():
+    topics = [env.get("FTL_TOPIC_ARN") or ""]
+    topics += json.loads(env.get("FTL_TEAM_TOPICS") or "{}").values()
+    for arn in filter(None, topics):
         sns.create_topic(Name=arn.rsplit(":", 1)[-1])
 
 
