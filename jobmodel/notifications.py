@@ -140,11 +140,11 @@ def owed_notices(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[st
     owed: dict[str, str] = {}
     if after.get("status") == Status.IN_PROGRESS and before.get("status") in _BEFORE_START:
         owed[STARTED] = f"{name}/{STARTED}"
-    attempt_before, attempt_after = before.get("attempt"), after.get("attempt")
-    if isinstance(attempt_after, int) and isinstance(attempt_before, int):
-        if attempt_after > attempt_before:
-            key = f"{CHAIN_STEP}-{attempt_after}"
-            owed[key] = f"{name}/{key}"
+    # A chain's current attempt (1 until the record says otherwise).
+    attempt_after = after.get("attempt")
+    if isinstance(attempt_after, int) and attempt_after > int(before.get("attempt") or 1):
+        key = f"{CHAIN_STEP}-{attempt_after}"
+        owed[key] = f"{name}/{key}"
     return owed
 
 

@@ -126,6 +126,12 @@ def test_the_start_and_a_chains_next_step_are_owed_by_the_write_that_made_them()
     assert list(E.owed(ended.after)) == ["started", "chain-step-2", E.ANNOUNCE]
 
 
+def test_a_chain_without_a_recorded_attempt_is_at_its_first():
+    before = {"job_name": "j", "status": "Submitting", "revision": 1, "chain": [{}, {}]}
+    moved = plan(before, Change(also={"attempt": 2}), stamp="t")
+    assert moved is not None and E.owed(moved.after) == {"chain-step-2": "j/chain-step-2"}
+
+
 def test_a_job_seen_first_when_it_ended_owes_no_start():
     before = {"job_name": "j", "status": "Submitting", "revision": 1}
     ended = plan(before, Change({"status": "Completed", "status_source": "sagemaker"}), stamp="t")
