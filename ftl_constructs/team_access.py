@@ -6,18 +6,20 @@ whoever may invoke ``team-<name>`` acts as team ``<name>``. The platform team at
 team's managed policy to that team's roles; it grants ``lambda:InvokeFunction`` on the team's
 alias, ``execute-api:Invoke`` on the HTTP API's routes (on that door the team comes from the
 caller's IAM ARN), ``cloudformation:DescribeStacks`` on the launcher stack and the two log
-reads of ``ftl logs``, and denies invoking the ``http``, ``chain`` and ``sweep`` aliases.
+reads of ``ftl logs``, subscribing to the team's notifications topic (``grant_topics``), and
+denies invoking the ``http``, ``chain`` and ``sweep`` aliases.
 Admins get the ``admin`` alias and policy the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ftl_constructs.nag import acknowledge, acknowledge_resource
@@ -165,6 +167,16 @@ class TeamAccess(Construct):
             )
         return alias, policy
 
+    def grant_topics(self, topics: Mapping[str, sns.ITopic]) -> None:
+        """Each team subscribes its own endpoints to its own notifications topic (and lists
+        its subscriptions); the admins to every team's. The topics' policies deny everyone
+        else (``TeamTopics``)."""
+        for name, policy in self.policies.items():
+            if name in topics:
+                policy.add_statements(_subscribe("SubscribeOwnTopic", [topics[name]]))
+        if self.admin_policy is not None and topics:
+            self.admin_policy.add_statements(_subscribe("SubscribeTeamTopics", topics.values()))
+
     def _preflight(self, policy: iam.ManagedPolicy, stack: Stack) -> None:
         """``ftl doctor``'s reads for the admins: the foundation stack's outputs (versions),
         the account's SageMaker quotas (no resource type or condition key in the SAR: "*")
@@ -209,3 +221,11 @@ class TeamAccess(Construct):
             "servicequotas:ListServiceQuotas supports no resource-level permissions and no "
             "condition keys; ftl doctor reads the quota values only.",
         )
+
+
+def _subscribe(sid: str, topics: Iterable[sns.ITopic]) -> iam.PolicyStatement:
+    return iam.PolicyStatement(
+        sid=sid,
+        actions=["sns:Subscribe", "sns:ListSubscriptionsByTopic"],
+        resources=[t.topic_arn for t in topics],
+    )

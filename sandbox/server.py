@@ -56,6 +56,11 @@ def _apply_shims() -> None:
 
     register()
 
+    # 8. moto 5.2's EventBridge: a scheduled rule matches no event (sandbox/events_shim.py).
+    from sandbox.events_shim import scheduled_rules_match_no_event
+
+    scheduled_rules_match_no_event()
+
 
 def _kms_key_tags() -> None:
     from moto.kms.models import Key

@@ -19,6 +19,7 @@ from ftl_constructs.model_registry import ModelRegistry
 from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
+from ftl_constructs.team_topics import TeamTopics
 from jobmodel.after_training.registry import NOT_OFFERED_REGIONS
 from jobmodel.capacity.plans import CapacityError
 from jobmodel.contract.names import PLATFORM_VERSION, VERSION_OUTPUT
@@ -99,6 +100,7 @@ class LauncherStack(Stack):
             else None
         )
         self._registry(settings, [t.spec.name for t in templates])
+        self._notifications(settings, foundation)
         self._outputs(foundation)
 
     def _templates(self, settings: PlatformSettings) -> list[TrainingJobTemplate]:
@@ -126,6 +128,23 @@ class LauncherStack(Stack):
         self.registry.grant_review(self.launcher.trigger.policy)
         self.registry.grant_register(self.events.function, self.events.handler.policy)
         self.registry.acknowledge_list(self.events.handler.policy)
+
+    def _notifications(self, settings: PlatformSettings, foundation: FoundationStack) -> None:
+        """A topic per team (each team subscribes to its own), and every platform event on
+        EventBridge, from both functions."""
+        self.notifications = TeamTopics(
+            self,
+            "Notifications",
+            platform_name=settings.name,
+            teams=settings.teams,
+            encryption_key=foundation.key,
+            publishers=[
+                (self.launcher.function, self.launcher.trigger.policy),
+                (self.events.function, self.events.handler.policy),
+            ],
+        )
+        if self.team_access is not None:
+            self.team_access.grant_topics(self.notifications.topics)
 
     def _events_and_dashboard(
         self,
@@ -187,6 +206,9 @@ class LauncherStack(Stack):
                     self,
                     f"Team{oid}TrainingRoleArn",
                     value=foundation.team_roles[name].arn_for(self),
+                )
+                CfnOutput(
+                    self, f"Team{oid}TopicArn", value=self.notifications.topics[name].topic_arn
                 )
             if access.admin_alias is not None and access.admin_policy is not None:
                 CfnOutput(self, "AdminInvokeArn", value=access.admin_alias.function_arn)

@@ -3,7 +3,8 @@
 Holds: ``record`` (``JobRecord``, ``Change`` and the one rule for changing a job),
 ``training_state`` and ``queue_state`` (SageMaker's and Batch's state as ledger fields),
 ``attempts`` and ``held_end`` (a capacity chain's attempts), ``claims`` (a submit's claim and
-the sweep) and ``effects`` (end effects owed on the record).
+the sweep), ``effects`` (end effects owed on the record) and ``notifications`` (the job and
+budget notices on SNS and EventBridge, their attributes and schema).
 
 May import (within jobmodel): contract, money, capacity, _rules.
 """

@@ -16,11 +16,11 @@ completion stay as they are.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..contract.statuses import TERMINAL_STATUSES
+from . import notifications as N
 
 __all__ = [
     "ANNOUNCE",
@@ -29,7 +29,6 @@ __all__ = [
     "END_EFFECTS",
     "OWED",
     "PUBLIC_FIELDS",
-    "announcement",
     "dedup_id",
     "done_change",
     "owed",
@@ -43,7 +42,8 @@ ANNOUNCE = "announce"  # the SNS announcement of the job's end
 REGISTER = "register"
 # Every effect a job's end owes, in the order they are done.
 END_EFFECTS: tuple[str, ...] = (ANNOUNCE, REGISTER)
-# The SNS message attribute that carries the announcement's deduplication id.
+# The SNS message attribute that carries the announcement's deduplication id (the message
+# itself: ``jobmodel.jobs.notifications``, the ``ended`` notification).
 DEDUP_ATTRIBUTE = "dedup_id"
 
 # The ledger attributes the announcement and the job-events function's answer carry.
@@ -78,11 +78,17 @@ def owed_at_end(job: Mapping[str, Any]) -> dict[str, str]:
 
 
 def owed(job: Mapping[str, Any]) -> dict[str, str]:
-    """The end effects ``job`` (as read) still owes, in :data:`END_EFFECTS` order."""
+    """What ``job`` (as read) still owes: its job notices (``notifications``: started, a
+    chain's next step) first, then, once it has ended, its end effects in
+    :data:`END_EFFECTS` order."""
     mark = job.get(OWED)
-    if not isinstance(mark, Mapping) or job.get("status") not in TERMINAL_STATUSES:
+    if not isinstance(mark, Mapping):
         return {}
-    return {e: str(mark[e]) for e in END_EFFECTS if isinstance(mark.get(e), str)}
+    notices = sorted((k for k in mark if N.is_notice(k)), key=N.notice_order)
+    out = {k: str(mark[k]) for k in notices if isinstance(mark[k], str)}
+    if job.get("status") in TERMINAL_STATUSES:
+        out.update({e: str(mark[e]) for e in END_EFFECTS if isinstance(mark.get(e), str)})
+    return out
 
 
 def done_change(job: Mapping[str, Any], effect: str) -> dict[str, Any]:
@@ -97,19 +103,3 @@ def done_change(job: Mapping[str, Any], effect: str) -> dict[str, Any]:
 
 def public_view(job: Mapping[str, Any]) -> dict[str, Any]:
     return {k: job[k] for k in PUBLIC_FIELDS if job.get(k) is not None}
-
-
-def announcement(job: Mapping[str, Any], dedup: str) -> dict[str, Any]:
-    """SNS ``Publish`` parameters (without ``TopicArn``) announcing the end of ``job``, with
-    its deduplication id as a message attribute and in the message."""
-    name = str(job["job_name"])
-    status = str(job.get("status"))
-    message = {"job_name": name, DEDUP_ATTRIBUTE: dedup, **public_view(job)}
-    return {
-        "Subject": f"Training job {status}: {name}"[:100],
-        "Message": json.dumps(message, indent=2),
-        "MessageAttributes": {
-            "status": {"DataType": "String", "StringValue": status},
-            DEDUP_ATTRIBUTE: {"DataType": "String", "StringValue": dedup},
-        },
-    }

@@ -21,6 +21,7 @@ from ..contract.statuses import TERMINAL_STATUSES, Status
 from ..money import limits as Q
 from . import claims as CL
 from . import effects as E
+from . import notifications as N
 from .training_state import merge
 
 __all__ = [
@@ -193,9 +194,13 @@ def plan(job: JobRecord, change: Change, *, stamp: str) -> Plan | None:
         return None
     settlement = Q.settle(job, overlay(job, changes))
     changes.update(settlement.changes)
+    # The write that starts the job, or moves its capacity chain on, owes the notice of it;
+    # the write that ends the job owes its end effects: durably, in the same write.
+    owe = N.owed_notices(job, overlay(job, changes))
     if job.get("status") not in TERMINAL_STATUSES and changes.get("status") in TERMINAL_STATUSES:
-        # The write that ends the job owes its end effects, durably, in the same write.
-        changes[E.OWED] = E.owed_at_end(job)
+        owe.update(E.owed_at_end(job))
+    if owe:
+        changes[E.OWED] = {**(changes.get(E.OWED, job.get(E.OWED)) or {}), **owe}
     # In the sweep's sparse index only while the job is claimed or owes end effects.
     care = CL.CARE_VALUE if CL.needs_care(overlay(job, changes)) else None
     if job.get(CL.CARE) != care:

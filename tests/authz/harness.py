@@ -191,6 +191,7 @@ def trigger(deployment: Deployment, sandbox: Any, monkeypatch: pytest.MonkeyPatc
             sandbox.batch.create_queue(
                 name, capacity=64, share_policy=env.get("FTL_QUEUE_SHARE_POLICY") or "fairshare"
             )
+    create_team_topics(env, sandbox)
     full = {
         **env,
         "AWS_ENDPOINT_URL": sandbox.endpoint,
@@ -201,6 +202,17 @@ def trigger(deployment: Deployment, sandbox: Any, monkeypatch: pytest.MonkeyPatc
         "FTL_CATALOG_PATH": str(deployment.trigger_catalog()),
     }
     yield load_handler(TRIGGER_DIR, monkeypatch, full)
+
+
+def create_team_topics(env: Mapping[str, str], sandbox: Any) -> None:
+    """The topics a function's environment names (FTL_TOPIC_ARN, and the teams' notification
+    topics FTL_TEAM_TOPICS), in moto, so the notifications it sends are recorded and sent (a
+    notice whose publish failed would stay owed, in the sweep's index, as it does in AWS)."""
+    sns = client("sns", sandbox.endpoint)
+    topics = [env.get("FTL_TOPIC_ARN") or ""]
+    topics += json.loads(env.get("FTL_TEAM_TOPICS") or "{}").values()
+    for arn in filter(None, topics):
+        sns.create_topic(Name=arn.rsplit(":", 1)[-1])
 
 
 def submit_requests(catalog: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -336,6 +348,7 @@ def run_job_events(deployment: Deployment, run: TriggerRun, sandbox: Any) -> lis
     topic = env["FTL_TOPIC_ARN"]
     client("sns", sandbox.endpoint).create_topic(Name=topic.rsplit(":", 1)[-1])
     create_model_groups(deployment, sandbox)
+    create_team_topics(env, sandbox)
     direct = [job for job in run.created if not job.get("_queued")]
     queued = [r for r in run.responses if r.get("batch_job_id") and r.get("status") == "Queued"]
 

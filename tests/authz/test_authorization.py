@@ -129,9 +129,11 @@ def test_every_job_events_request_is_allowed(name, events_run):
     # a capacity chain's attempt ran out of spot capacity (direct), or Batch ended a queued
     # chained attempt (queue): the chain alias is asked
     expected = {"dynamodb:UpdateItem", "lambda:InvokeFunction"} | (
-        # a Completed job's model version (issue 27): looked for, created, described
+        # a job's notices and end (SNS and EventBridge), and a Completed job's model version
+        # (issue 27): looked for, created, described
         {
             "sns:Publish",
+            "events:PutEvents",
             "sagemaker:ListModelPackages",
             "sagemaker:CreateModelPackage",
             "sagemaker:DescribeModelPackage",
@@ -646,6 +648,61 @@ def test_a_team_member_cannot_use_another_teams_door_or_the_http_alias(name):
     )
     http = Request(principal, "lambda:InvokeFunction", (_alias_arn(d, "http"),))
     assert not d.evaluate(http, extra_identity=[policy, broad]).allowed
+
+
+def _topic_arn(d: Deployment, team: str) -> str:
+    (arn,) = [
+        str(d.stacks.ref(stack, logical))
+        for stack, logical, props in d.stacks.resources("AWS::SNS::Topic")
+        if props.get("DisplayName") == f"Fine-tuning jobs of team {team}"
+    ]
+    return arn
+
+
+@pytest.mark.parametrize("name", TEAM_CONFIGS)
+def test_a_team_member_subscribes_to_its_own_topic_and_no_other(name):
+    """Notifications (issue 27): team a's member subscribes its endpoints to team a's topic
+    (and lists the subscriptions); team b's topic refuses it, even beside a broad SNS grant
+    (the topic policy's deny), and a request without TLS is refused."""
+    d = deployment(name)
+    principal = f"arn:aws:iam::{ACCOUNT}:role/team-a-scientists"
+    policy = _team_policy(d, "team-team-a")
+    own, other = _topic_arn(d, "team-a"), _topic_arn(d, "team-b")
+    queue = f"arn:aws:sqs:{REGION}:{ACCOUNT}:team-a-alerts"
+    calls = [
+        ("Subscribe", {"TopicArn": own, "Protocol": "sqs", "Endpoint": queue}),
+        ("ListSubscriptionsByTopic", {"TopicArn": own}),
+    ]
+    mine = [r for op, params in calls for r in d.mapper.requests(principal, "sns", op, params)]
+    outcomes = d.evaluate_all(mine, extra_identity=[policy])
+    assert not denied(outcomes), "\n".join(denied(outcomes))
+    (cross,) = d.mapper.requests(
+        principal, "sns", "Subscribe", {"TopicArn": other, "Protocol": "email", "Endpoint": "x@y"}
+    )
+    assert not d.evaluate(cross, extra_identity=[policy]).allowed
+    broad = Policy(
+        {"Statement": [{"Effect": "Allow", "Action": "sns:*", "Resource": "*"}]}, "broad"
+    )
+    decision = d.evaluate(cross, extra_identity=[policy, broad])
+    assert not decision.allowed and decision.denied_by, decision
+    # team b's own member may (the deny names every principal but the team's and the admins')
+    member_b = f"arn:aws:iam::{ACCOUNT}:role/team-b-research"
+    own_b = Request(member_b, "sns:Subscribe", (other,), cross.context)
+    assert d.evaluate(own_b, extra_identity=[_team_policy(d, "team-team-b")]).allowed
+    plain = Request(principal, "sns:Subscribe", (own,), {"aws:SecureTransport": False})
+    assert not d.evaluate(plain, extra_identity=[policy]).allowed
+
+
+@pytest.mark.parametrize("name", ["default", "teams"])
+def test_the_functions_put_only_the_platforms_own_source_on_the_bus(name):
+    d = deployment(name)
+    entry = {"Source": "ftl.ftl", "DetailType": "FTL Job Ended", "Detail": "{}"}
+    for role in (d.trigger_role(), d.events_role()):
+        (own,) = d.mapper.requests(role, "events", "PutEvents", {"Entries": [entry]})
+        assert d.evaluate(own).allowed, role
+        forged = {**entry, "Source": "aws.sagemaker"}
+        (other,) = d.mapper.requests(role, "events", "PutEvents", {"Entries": [forged]})
+        assert not d.evaluate(other).allowed, role
 
 
 # ----------------------------------------------------------------------------- regressions

@@ -18,12 +18,13 @@ import jobmodel as jm
 from ftl_trigger import batch
 from ftl_trigger.aws_operations import OPERATIONS
 from jobmodel.capacity import chain as C
+from jobmodel.jobs import notifications as N
 from jobmodel.teams import Team
 from tests.authz.conftest import deployment
 from tests.authz.harness import CONFIGURATIONS, record_client
 from testsupport.constraints.check import BATCH, SM, ConstraintsCheck
 from testsupport.constraints.model import _compiled, service_model
-from testsupport.constraints.rules import RULES, planted
+from testsupport.constraints.rules import EVENTS, RULES, SNS, planted
 
 CHECK = ConstraintsCheck()
 # Patterns of the platform's operations with no faithful translation: none today. A pattern
@@ -75,6 +76,8 @@ def test_every_recorded_job_events_request_meets_the_models(name, events_run):
     calls = events_run(name)
     ops = {f"{c.service}:{c.operation}" for c in calls}
     assert {"dynamodb:UpdateItem", "lambda:Invoke"} <= ops, ops
+    if "queue" not in name:  # the ends announced, on SNS and EventBridge (issue 27)
+        assert {"sns:Publish", "events:PutEvents"} <= ops, ops
     findings = _checked(calls)
     assert not findings, _report(findings)
 
@@ -214,7 +217,11 @@ def _good() -> dict[str, dict[str, Any]]:
     payload = {"template": spec.name, "instance_type": spec.instance_types[0]}
     (sm,) = [p for _, _, p in rendered(dict(payload), spec, "direct", None)[:1]]
     (queued,) = [p for _, _, p in rendered(dict(payload), spec, "queue", TEAM)[:1]]
-    return {SM: sm, BATCH: queued}
+    job = {"job_name": "j-1", "team": "nlp", "template": spec.name, "status": "Completed"}
+    notice = N.job_notice(N.ENDED, job, "j-1/announce", region="us-east-1")
+    entry = N.event_entry(notice, source=N.event_source("ftl"), bus="default")
+    publish = {"TopicArn": "arn:aws:sns:us-east-1:123456789012:t", **N.sns_publish(notice)}
+    return {SM: sm, BATCH: queued, EVENTS: {"Entries": [entry]}, SNS: publish}
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.name for r in RULES])

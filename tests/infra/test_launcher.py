@@ -432,7 +432,8 @@ def test_single_team_environment_has_no_team_variables(launcher):
         source_s3_uri="s3://b/k",
     )
     # The launcher writes exactly what PlatformConfig.to_env and a direct-mode
-    # SchedulerConfig.to_env name (plus the ledger table and the topic it announces ends on).
+    # SchedulerConfig.to_env name (plus the ledger table, the topic it announces ends on and
+    # the event bus of the notifications; no team topics).
     scheduler = SchedulerConfig(scheduler="direct")
     assert set(variables) == {
         *config.to_env(),
@@ -440,6 +441,7 @@ def test_single_team_environment_has_no_team_variables(launcher):
         "FTL_JOB_TABLE",
         "FTL_TOPIC_ARN",
         "FTL_MODEL_REGISTRY",
+        "FTL_EVENT_BUS",
     }
     assert variables["FTL_SCHEDULER"] == "direct"
 

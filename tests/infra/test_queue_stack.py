@@ -345,7 +345,9 @@ def test_job_events_knows_the_platform_name(queue):
 # -------------------------------------------------------------------------- dashboard
 def test_dashboard_alarms_notify_the_platform_topic(queue_teams):
     t = queue_teams
-    (topic,) = t.find_resources("AWS::SNS::Topic")
+    # The platform's topic (the one the stack outputs; the teams have topics of their own).
+    (output,) = t.find_outputs("JobEventsTopicArn").values()
+    topic = output["Value"]["Ref"]
     for fraction in (0.8, 1.0):
         t.has_resource_properties(
             "AWS::CloudWatch::Alarm",

@@ -319,6 +319,28 @@ class Mapper(RegistryRequests):
             *self._kms(p, topic, ["kms:GenerateDataKey", "kms:Decrypt"], "sns", src),
         ]
 
+    def _sns_Subscribe(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        ctx = {"sns:Protocol": params["Protocol"]}
+        if params.get("Endpoint"):
+            ctx["sns:Endpoint"] = params["Endpoint"]
+        return [Request(p, "sns:Subscribe", (params["TopicArn"],), ctx, src)]
+
+    def _sns_ListSubscriptionsByTopic(
+        self, p: str, params: Mapping[str, Any], src: str
+    ) -> list[Request]:
+        return [Request(p, "sns:ListSubscriptionsByTopic", (params["TopicArn"],), {}, src)]
+
+    def _events_PutEvents(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        """One request per entry, on its bus, with its source and detail-type as context."""
+        out = []
+        for entry in params["Entries"]:
+            bus = entry.get("EventBusName") or "default"
+            if not bus.startswith("arn:"):
+                bus = _arn("events", f"event-bus/{bus}")
+            ctx = {"events:source": entry["Source"], "events:detail-type": entry["DetailType"]}
+            out.append(Request(p, "events:PutEvents", (bus,), ctx, src))
+        return out
+
     def _lambda_Invoke(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
         fn = params["FunctionName"]
         if not fn.startswith("arn:"):

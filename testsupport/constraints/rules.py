@@ -19,9 +19,15 @@ from typing import Any
 
 from jobmodel._rules import aws_len
 
+from .rules_notify import plant_publish, plant_put_events, publish, put_events
+
 Params = Mapping[str, Any]
 SM = "sagemaker CreateTrainingJob"
 BATCH = "batch SubmitServiceJob"
+EVENTS = "events PutEvents"
+SNS = "sns Publish"
+_EVENTS_API = "https://docs.aws.amazon.com/eventbridge/latest/APIReference/"
+_SNS_API = "https://docs.aws.amazon.com/sns/latest/api/"
 _SM_API = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/"
 _BATCH_API = "https://docs.aws.amazon.com/batch/latest/APIReference/"
 _BATCH_NAME = frozenset(string.ascii_letters + string.digits + "-_")
@@ -31,7 +37,7 @@ _QUOTA_SHARE = _BATCH_NAME
 @dataclass(frozen=True)
 class Rule:
     name: str
-    applies_to: str  # SM or BATCH
+    applies_to: str  # SM, BATCH, EVENTS or SNS
     source: str
     problem: Callable[[Params], str | None]
     plant: Callable[[dict[str, Any]], None]  # makes a good request break the rule
@@ -319,6 +325,17 @@ RULES: tuple[Rule, ...] = (
          "Guide, tag restrictions ('aws:' reserved); "
          "https://docs.aws.amazon.com/batch/latest/userguide/tag-restrictions.html",
          _batch_tags, _plant_batch_tags),
+    Rule("PutEvents entries", EVENTS,
+         "EventBridge API Reference, PutEvents: 1 to 10 entries; PutEventsRequestEntry: "
+         "Detail 'a valid JSON object'; the total entry size at most 256 KB (EventBridge User "
+         "Guide, 'Calculating PutEvents event entry size'); 'aws.' sources are AWS's; "
+         f"{_EVENTS_API}API_PutEventsRequestEntry.html", put_events, plant_put_events),
+    Rule("SNS Publish limits", SNS,
+         "SNS API Reference, Publish: Subject 'ASCII text ... no line breaks or control "
+         "characters ... less than 100 characters'; at most 10 message attributes; attribute "
+         "names (A-Z a-z 0-9 _ - ., no 'AWS.'/'Amazon.' prefix, no dot at an end, no '..'); "
+         "256 KB with attributes; "
+         f"{_SNS_API}API_Publish.html", publish, plant_publish),
 )  # fmt: skip
 
 

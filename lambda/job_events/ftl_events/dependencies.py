@@ -1,13 +1,14 @@
 """What the job-events function needs from its container, built once: the ledger's client and
-the recorder (whose writer prints the metric lines), the SNS client and topic, the SageMaker
-client of the model registry (when the stacks made one), the platform's name and the clock
-(like ``ftl_trigger.dependencies`` for the trigger)."""
+the recorder (whose writer prints the metric lines and sends budget notifications), the SNS
+and EventBridge clients, the topics and bus (``ftl_ledger.notify``), the SageMaker client of
+the model registry (when the stacks made one), the platform's name and the clock (like
+``ftl_trigger.dependencies`` for the trigger)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from botocore.config import Config
 
 from ftl_events.apply import Recorder
 from ftl_ledger.ledger import Ledger
+from ftl_ledger.notify import BudgetWatch, Notifier, NotifySettings
 from jobmodel.after_training.registry import ENV_MODEL_REGISTRY
 from jobmodel.contract.names import (
     ENV_CHAIN_FUNCTION,
@@ -23,6 +25,7 @@ from jobmodel.contract.names import (
     ENV_PLATFORM_NAME,
     ENV_TOPIC_ARN,
 )
+from jobmodel.money import limits as Q
 from jobmodel.platform import PlatformConfig
 
 CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})
@@ -40,6 +43,14 @@ class Runtime:
     lambda_client: Any = None
     # The model registry's end effect (FTL_MODEL_REGISTRY=on): None when there is none.
     sagemaker: Any = None
+    # The team topics, event bus and budgets of the notifications (ftl_ledger.notify), and
+    # the EventBridge client (None: no events).
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    events: Any = None
+
+    def notifier(self) -> Notifier:
+        """The notifications' sender, with the runtime's clients as they are now."""
+        return Notifier(self.sns, self.events, self.topic_arn, self.notify)
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -53,7 +64,9 @@ class Runtime:
 
         ledger = Ledger(boto3.client("dynamodb", config=CLIENT_CONFIG), table)
         platform = env.get(ENV_PLATFORM_NAME) or PlatformConfig.platform_name
-        return cls(
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+        notify = NotifySettings.from_env(env, platform=platform, region=region)
+        runtime = cls(
             recorder=Recorder(ledger, now, platform=platform),
             sns=boto3.client("sns", config=CLIENT_CONFIG),
             topic_arn=env.get(ENV_TOPIC_ARN, ""),
@@ -70,4 +83,11 @@ class Runtime:
                 if env.get(ENV_MODEL_REGISTRY) == "on"
                 else None
             ),
+            notify=notify,
+            events=boto3.client("events", config=CLIENT_CONFIG) if notify.bus else None,
         )
+        # The one writer sends the budget notifications of a write that changed a team's spend.
+        runtime.recorder.writer.on_spend = BudgetWatch(
+            runtime.notifier, ledger, lambda: Q.month_of(runtime.now())
+        )
+        return runtime

@@ -1,6 +1,8 @@
-"""What a recorded observation tells the world: a job's end effects (``jobmodel.jobs.effects``),
-the announcement on SNS first, then a Completed job's model version in the registry (the
-fleet's metric lines are printed by the one writer, ``ftl_ledger.writer``).
+"""What a recorded observation tells the world: the job notices and end effects its record
+owes (``jobmodel.jobs.effects``, ``jobmodel.jobs.notifications``): started, a chain's next
+step, the end's announcement, each on SNS and EventBridge (``ftl_ledger.notify``), then a
+Completed job's model version in the registry (``ftl_ledger.registry``). The fleet's metric
+lines and the budget notifications are the one writer's (``ftl_ledger.writer``).
 
 The write that ended the job marked them owed; any event of the job, a replay or a retry of
 the one that failed included, does what is still owed, with each effect's stable
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ftl_ledger.effects import EndEffects, announcer
+from ftl_ledger.effects import EndEffects
 from ftl_ledger.registry import registrar
 from jobmodel.jobs import effects as E
 
@@ -26,12 +28,9 @@ def complete_effects(runtime: Runtime, job: Mapping[str, Any]) -> dict[str, Any]
     if not E.owed(job):
         return dict(job)
 
-    def publish(**message: Any) -> Any:  # the runtime's client when called (tests replace it)
-        return runtime.sns.publish(TopicArn=runtime.topic_arn, **message)
-
-    def sagemaker() -> Any:
+    def sagemaker() -> Any:  # the runtime's client when called (tests replace it)
         return runtime.sagemaker
 
     register = registrar(sagemaker if runtime.sagemaker is not None else None, runtime.platform)
-    performers = {E.ANNOUNCE: announcer(publish), E.REGISTER: register}
+    performers = {**runtime.notifier().performers(), E.REGISTER: register}
     return EndEffects(runtime.recorder.writer, performers).complete(job)

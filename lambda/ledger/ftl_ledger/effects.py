@@ -1,11 +1,13 @@
 """Doing a job's owed end effects (``jobmodel.jobs.effects``): both functions run them the same way.
 
 :class:`EndEffects` holds one performer per effect (the announcement: SNS ``Publish`` with the
-effect's deduplication id; the registration: ``ftl_ledger.registry``). A performer may answer
-attributes to record on the job: they are written with the effect's done mark.
-:meth:`EndEffects.complete` does every effect the record still owes, in order, and records
-each one done through the one writer as soon as it succeeded, so a failure leaves exactly
-the effects not yet done owed, for the next holder of the record.
+effect's deduplication id; the registration: ``ftl_ledger.registry``), and one for every job
+notice owed the same way (:data:`NOTICE`: started, a capacity chain's next step;
+``ftl_ledger.notify``). A performer may answer attributes to record on the job: they are
+written with the effect's done mark. :meth:`EndEffects.complete` does every effect the record
+still owes, in order, and records each one done through the one writer as soon as it
+succeeded, so a failure leaves exactly the effects not yet done owed, for the next holder of
+the record.
 """
 
 from __future__ import annotations
@@ -16,26 +18,18 @@ from typing import Any
 
 from ftl_ledger.writer import JobWriter
 from jobmodel.jobs import effects as E
+from jobmodel.jobs import notifications as N
 from jobmodel.jobs.record import REVISION, Change, JobRecord
 
-__all__ = ["EndEffects", "Performer", "announcer"]
+__all__ = ["NOTICE", "EndEffects", "Performer"]
 
 LOG = logging.getLogger("ftl.ledger")
 
 # Performs one effect for a job as read, given the effect's deduplication id; raises on failure.
 # What it answers (a mapping, or None) is recorded on the job with the effect's done mark.
 Performer = Callable[[Mapping[str, Any], str], Mapping[str, Any] | None]
-
-
-def announcer(publish: Callable[..., Any]) -> Performer:
-    """The announcement's performer: ``publish`` (an SNS ``Publish`` to the platform's topic,
-    given every parameter but ``TopicArn``) of ``jobmodel.jobs.effects.announcement``."""
-
-    def announce(job: Mapping[str, Any], dedup: str) -> None:
-        publish(**E.announcement(job, dedup))
-        return None
-
-    return announce
+# The performers' key of every owed job notice (``ftl_ledger.notify``).
+NOTICE = "notice"
 
 
 class EndEffects:
@@ -52,7 +46,10 @@ class EndEffects:
         effect and the ones after it still owed."""
         current: dict[str, Any] = dict(job)
         for effect, dedup in E.owed(current).items():
-            learned = dict(self.performers[effect](current, dedup) or {})
+            # A job notice (``jobmodel.jobs.notifications``: started, a chain's step) has one
+            # performer for every key, under NOTICE.
+            performer = self.performers[NOTICE if N.is_notice(effect) else effect]
+            learned = dict(performer(current, dedup) or {})
 
             def done(record: JobRecord, effect: str = effect, learned: Any = learned) -> Change:
                 return Change(also={**learned, **E.done_change(record, effect)})

@@ -11,7 +11,8 @@ It reads nothing itself; given the job as its caller read it and a ``jobmodel.jo
 3. when another write came first, reads the job again and plans again (a few times);
 4. prints the fleet-metrics line (EMF) of the transition it applied, with the team's month
    spend when the write changed the team's usage, so each transition is published once, by
-   the writer whose write applied.
+   the writer whose write applied; after a write that changed a team's spend, calls
+   ``on_spend`` (the budget notifications, ``ftl_ledger.notify``).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class JobWriter:
         emit: Callable[[str], None] = print_line,
         sleep: Callable[[float], None] = time.sleep,
         attempts: int = 6,
+        on_spend: Callable[[str], object] | None = None,
     ) -> None:
         self.ledger = ledger
         self.usage = TeamUsage(ledger, now)
@@ -88,6 +90,10 @@ class JobWriter:
         self.emit = emit
         self.sleep = sleep
         self.attempts = attempts
+        # Called with the team after a write that changed its month spend: the budget
+        # notifications (``ftl_ledger.notify.BudgetWatch``). A failure is logged, and the
+        # team's next spend write sends what is still due.
+        self.on_spend = on_spend
 
     def apply(self, job: JobRecord, change: ChangeFor) -> Applied:
         """Apply ``change`` (or ``change(job)`` for the job as read) to ``job``; see the
@@ -144,3 +150,9 @@ class JobWriter:
         )
         if done.line is not None:
             self.emit(done.line)
+        team = done.after.get("team")
+        if done.month_spend_usd is not None and team and self.on_spend is not None:
+            try:
+                self.on_spend(str(team))
+            except Exception as err:  # noqa: BLE001 - due again at the team's next spend
+                LOG.warning("team %s: budget notifications left due: %s", team, err)

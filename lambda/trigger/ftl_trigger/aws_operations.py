@@ -25,8 +25,10 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     ),
     # BatchGetItem: queue mode's estimated start reads the queue's jobs' limits.
     "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query", "BatchGetItem"),
-    # A job's end effects (jobmodel.jobs.effects): the announcement of an end the trigger recorded.
+    # A job's end effects and notices (jobmodel.jobs.effects, jobmodel.jobs.notifications).
     "sns": ("Publish",),
+    # Notifications (ftl_ledger.notify): every platform event on the event bus too.
+    "events": ("PutEvents",),
     # Quota-aware submit (ftl_trigger/service_quotas.py): the account's SageMaker quotas.
     "service-quotas": ("ListServiceQuotas",),
     # The queue scheduler's service jobs (SageMaker training jobs run through AWS Batch).

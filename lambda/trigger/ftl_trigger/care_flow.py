@@ -5,9 +5,10 @@
   ``jobmodel.jobs.claims.CLAIM_BOUND_S`` old, it is ended as ``FailedToStart`` (usage given back
   once and token freed, by the one writer). Describe, stop, list, a replay of the token and
   the sweep all look this way (:meth:`CareFlow.recover_submitting`).
-* A job that owes end effects (``jobmodel.jobs.effects``: the announcement) has them done by
-  whichever of those holds the record next (``records.Effects``); the trigger's own writes
-  that end a job do them at once (``records.Records``).
+* A job that owes end effects (``jobmodel.jobs.effects``: the announcement, the model
+  registry's version) or job notices (``jobmodel.jobs.notifications``: started, a chain's
+  next step) has them done by whichever of those holds the record next (``records.Effects``);
+  the trigger's own writes that end a job do them at once (``records.Records``).
 * The ``sweep`` action (door ``sweep``: an EventBridge schedule) reads the ledger's sparse
   index of jobs that need either (``names.CARE_INDEX``) and does both.
 

@@ -14,6 +14,7 @@ from typing import Any
 from botocore.config import Config
 
 from ftl_ledger.ledger import Ledger
+from ftl_ledger.notify import Notifier, NotifySettings
 from ftl_trigger import aws
 from ftl_trigger.prices import LivePrices
 from ftl_trigger.service_quotas import LiveQuotas
@@ -108,6 +109,15 @@ class Runtime:
             estimate_usd=estimate,
         )
 
+    # The notifications' team topics, event bus and budgets (ftl_ledger.notify), and the
+    # EventBridge client (None: no events).
+    notify: NotifySettings = field(default_factory=NotifySettings)
+    events: Any = None
+
+    def notifier(self) -> Notifier:
+        """The notifications' sender, with the runtime's clients as they are now."""
+        return Notifier(self.sns, self.events, self.topic_arn, self.notify)
+
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
         env = os.environ if env is None else env
@@ -119,6 +129,9 @@ class Runtime:
             raise ValueError(f"environment variable {ENV_JOB_TABLE} is required")
         teams = TeamsConfig.from_env(env)
         scheduler = SchedulerConfig.from_env(env)
+        notify = NotifySettings.from_env(
+            env, platform=platform.platform_name, region=platform.region
+        )
         session = aws.session()
         dynamodb = session.create_client(
             "dynamodb", region_name=platform.region, config=DYNAMODB_CONFIG
@@ -162,6 +175,12 @@ class Runtime:
             topic_arn=env.get(ENV_TOPIC_ARN, ""),
             tracking=TrackingConfig.from_env(env),
             model_registry=env.get(ENV_MODEL_REGISTRY) == "on",
+            notify=notify,
+            events=(
+                session.create_client("events", region_name=platform.region, config=SNS_CONFIG)
+                if notify.bus
+                else None
+            ),
         )
 
 

@@ -15,8 +15,9 @@ from typing import Any, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ftl_ledger.effects import EndEffects, announcer
+from ftl_ledger.effects import EndEffects
 from ftl_ledger.ledger import Ledger
+from ftl_ledger.notify import Notifier
 from ftl_ledger.registry import registrar
 from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.remote import map_aws_error
@@ -53,18 +54,21 @@ class Clock:
 
 
 class Announcing(Protocol):
-    """The runtime's end-of-job topic and its client (None: left to the sweep), and the
-    SageMaker client and platform the model registry's versions are made with (issue 27)."""
+    """The runtime's notifications (its topics, event bus and clients; ``sns`` None: left to
+    the sweep), and the SageMaker client and platform the model registry's versions are made
+    with (issue 27)."""
 
     sns: Any
-    topic_arn: str
     sagemaker: Any
     model_registry: bool
     platform: PlatformConfig
 
+    def notifier(self) -> Notifier: ...
+
 
 class Effects:
-    """What a job that ended owes (``jobmodel.jobs.effects``: the announcement), done now."""
+    """What a job owes (``jobmodel.jobs.effects``: its notices, the announcement of its end,
+    the model registry's version), done now."""
 
     def __init__(self, *, settings: Announcing, writer: JobWriter) -> None:
         self.settings = settings
@@ -77,16 +81,14 @@ class Effects:
         if not E.owed(job) or settings.sns is None:
             return job
 
-        def publish(**message: Any) -> Any:
-            return settings.sns.publish(TopicArn=settings.topic_arn, **message)
-
         def sagemaker() -> Any:
             return settings.sagemaker
 
         register = registrar(
             sagemaker if settings.model_registry else None, settings.platform.platform_name
         )
-        effects = EndEffects(self.writer, {E.ANNOUNCE: announcer(publish), E.REGISTER: register})
+        performers = {**settings.notifier().performers(), E.REGISTER: register}
+        effects = EndEffects(self.writer, performers)
         try:
             return effects.complete(job)
         except Exception as err:  # noqa: BLE001 - owed effects stay marked on the record

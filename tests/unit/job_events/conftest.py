@@ -72,9 +72,12 @@ class Events:
 
         return month_of(self.runtime.now())
 
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self, *events: str) -> list[dict[str, Any]]:
+        """The messages on the topic of the notification ``events`` (default: job ends; a
+        platform without team topics also carries its jobs' starts and chain steps)."""
         out = self.sqs.receive_message(QueueUrl=self.queue, MaxNumberOfMessages=10)
-        return [json.loads(json.loads(m["Body"])["Message"]) for m in out.get("Messages", [])]
+        bodies = [json.loads(json.loads(m["Body"])["Message"]) for m in out.get("Messages", [])]
+        return [b for b in bodies if b.get("event") in (events or ("ended",))]
 
 
 @pytest.fixture

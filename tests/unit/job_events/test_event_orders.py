@@ -17,6 +17,7 @@ import random
 import pytest
 
 from ftl_events.parse import parse
+from jobmodel.jobs.notifications import is_notice
 from jobmodel.jobs.record import Change, plan
 from jobmodel.money import limits as Q
 from tests.unit.job_events.sequences import life, training_name
@@ -34,7 +35,9 @@ class Published:
         self.messages: list[dict] = []
 
     def publish(self, **kwargs) -> dict:
-        self.messages.append(json.loads(kwargs["Message"]))
+        message = json.loads(kwargs["Message"])
+        if message["event"] == "ended":  # the starts are notified too
+            self.messages.append(message)
         return {"MessageId": "m"}
 
 
@@ -113,7 +116,10 @@ def _settle_in_memory(order: tuple[int, ...]) -> tuple[dict, dict[str, float], i
         usage["spend"] += write.add_spend or 0
         ends += after["status"] in Q.TERMINAL_STATUSES and job["status"] not in Q.TERMINAL_STATUSES
         job = after
-    return job, usage, ends
+    # A start notice is owed only where the order saw the job start before it ended
+    # (jobmodel.jobs.notifications): the end's announcement is owed in every order.
+    owed = {k: v for k, v in job.get("owed_effects", {}).items() if not is_notice(k)}
+    return {**job, "owed_effects": owed}, usage, ends
 
 
 def test_every_order_settles_the_same_with_the_functions_rules():
