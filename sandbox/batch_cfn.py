@@ -27,6 +27,7 @@ import moto.batch.models  # noqa: F401  (moto's JobQueue model first, so the one
 from moto.core.common_models import CloudFormationModel
 
 from sandbox.batch import batch_arn
+from sandbox.cfn_models import see_new_models
 
 SERVICE_JOB_TYPE = "SAGEMAKER_TRAINING"
 
@@ -151,10 +152,5 @@ def register() -> None:
     if _registered:
         return
     _registered = True
-    from moto.cloudformation import parsing
-
-    # The models are CloudFormationModel subclasses defined above (after moto's batch models):
-    # clearing moto's cached model lists makes its CloudFormation see them.
-    parsing.get_model_list.cache_clear()
-    parsing.get_model_map.cache_clear()
-    parsing.get_name_type_map.cache_clear()
+    # The models are CloudFormationModel subclasses defined above.
+    see_new_models()

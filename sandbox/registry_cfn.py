@@ -13,6 +13,8 @@ from typing import Any
 
 from moto.core.common_models import CloudFormationModel
 
+from sandbox.cfn_models import see_new_models
+
 _registered = False
 
 
@@ -78,8 +80,4 @@ def register() -> None:
     if _registered:
         return
     _registered = True
-    from moto.cloudformation import parsing
-
-    parsing.get_model_list.cache_clear()
-    parsing.get_model_map.cache_clear()
-    parsing.get_name_type_map.cache_clear()
+    see_new_models()
