@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -45,7 +46,11 @@ class FakeContext:
 
 
 def load_handler(code_dir: Path, monkeypatch: Any, env: dict[str, str]) -> ModuleType:
-    """Import ``code_dir/handler.py`` fresh, with ``env`` set, as Lambda would on cold start."""
+    """Import ``code_dir/handler.py`` fresh, with ``env`` set, as Lambda would on cold start:
+    the platform's other variables (``FTL_*``) are unset, so one a deployed function's run left
+    in this process (sandbox/runner.py) cannot switch on a feature this test did not ask for."""
+    for key in [k for k in os.environ if k.startswith("FTL_") and k not in env]:
+        monkeypatch.delenv(key)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     for name in list(sys.modules):
