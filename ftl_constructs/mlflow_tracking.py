@@ -21,7 +21,7 @@ from constructs import Construct
 
 from ftl_constructs.nag import acknowledge_resource
 from ftl_constructs.training_role import SAGEMAKER_SERVICE, TrainingRole
-from jobmodel.after_training.tracking import SHARED, TrackingConfig, is_app
+from jobmodel.after_training.tracking import SHARED, TrackingConfig, is_app, is_uri
 
 # What the entrypoint's MLflow client calls (training/ftl_train/tracking.py): find or create
 # the experiment, find, create, continue and end the run, log params, metrics and tags (all
@@ -110,7 +110,7 @@ class MlflowTracking(Construct):
                 )
         for team, role in roles.items():
             arn = self.config.server_for(team)
-            if arn is not None:
+            if arn is not None and not is_uri(arn):  # trackingUri: a plain server, no IAM
                 role.policy.add_statements(training_statement(arn))
                 server = self.servers.get(team or SHARED) or self.servers.get(SHARED)
                 if server is not None:

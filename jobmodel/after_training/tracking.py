@@ -29,6 +29,7 @@ __all__ = [
     "TrackingError",
     "experiment_name",
     "is_app",
+    "is_uri",
 ]
 
 EXPERIMENT_MODES = ("team", "team-template")
@@ -43,8 +44,13 @@ ARN_RE = re.compile(
 )
 # MLflow's own limits: experiment names up to 500 characters; run names up to 250.
 MAX_EXPERIMENT_NAME = 256  # MlflowConfig.MlflowExperimentName's maximum, the tighter one
+# ``trackingUri``: a plain MLflow server (the sandbox's on localhost, a self-hosted one), no
+# IAM; at most 512 characters, the most a SageMaker Environment value may hold.
+URI_RE = re.compile(r"https?://[^\s/?#]+\S*")
+MAX_URI = 512
 _KEYS_ALL = (
     "trackingServerArn",
+    "trackingUri",
     "teamTrackingServerArns",
     "create",
     "perTeam",
@@ -70,6 +76,11 @@ def is_app(arn: str) -> bool:
     """A serverless MLflow app (``sagemaker:CallMlflowAppApi``) rather than a tracking server
     (``sagemaker-mlflow:*``)."""
     return ":mlflow-app/" in arn
+
+
+def is_uri(server: str) -> bool:
+    """A plain ``http(s)://`` MLflow server (``trackingUri``): IAM has no say on it."""
+    return server.startswith(("http://", "https://"))
 
 
 @dataclass(frozen=True)
@@ -192,19 +203,29 @@ class TrackingConfig:
 
 
 def _servers(raw: Mapping[str, Any], teams: list[str] | None, key: str) -> dict[str, str]:
-    """Exactly one of ``trackingServerArn``, ``teamTrackingServerArns`` and ``create``."""
-    given = [k for k in ("trackingServerArn", "teamTrackingServerArns") if k in raw]
+    """Exactly one of ``trackingServerArn``, ``trackingUri``, ``teamTrackingServerArns`` and
+    ``create``."""
+    given = [k for k in ("trackingServerArn", "trackingUri", "teamTrackingServerArns") if k in raw]
     if raw.get("create"):
         given.append("create")
     if len(given) != 1:
         raise TrackingError(
             key,
-            "exactly one of trackingServerArn (an existing server or app), "
-            "teamTrackingServerArns (one per team) and create: true",
+            "exactly one of trackingServerArn (an existing server or app), trackingUri (a "
+            "plain http(s) MLflow server), teamTrackingServerArns (one per team) and create: true",
             raw,
         )
     if "trackingServerArn" in raw:
         return {SHARED: _arn(raw["trackingServerArn"], f"{key}.trackingServerArn")}
+    if "trackingUri" in raw:
+        uri = raw["trackingUri"]
+        if not isinstance(uri, str) or len(uri) > MAX_URI or not URI_RE.fullmatch(uri):
+            raise TrackingError(
+                f"{key}.trackingUri",
+                "an http:// or https:// URI of an MLflow server, at most 512 characters",
+                uri,
+            )
+        return {SHARED: uri}
     if "teamTrackingServerArns" not in raw:
         return {}
     arns = raw["teamTrackingServerArns"]

@@ -60,6 +60,15 @@ def test_an_existing_app_is_used_as_is():
     assert statement["Resource"] == APP
 
 
+def test_a_plain_tracking_uri_reaches_the_trigger_and_no_role_gets_mlflow_rights():
+    uri = "http://127.0.0.1:5000"
+    ctx = {"ftl:mlflow": {"trackingUri": uri}}
+    foundation, launcher = template("foundation", **ctx), template("launcher", **ctx)
+    foundation.resource_count_is("AWS::SageMaker::MlflowTrackingServer", 0)
+    assert json.loads(_trigger_env(launcher)["FTL_MLFLOW"])["servers"] == {"": uri}
+    assert _mlflow_statements(foundation) == []
+
+
 def test_create_makes_one_server_in_the_artifact_bucket_and_the_role_logs_only_there():
     ctx = {"ftl:mlflow": {"create": True}}
     foundation, launcher = template("foundation", **ctx), template("launcher", **ctx)

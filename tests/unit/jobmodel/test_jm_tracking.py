@@ -9,7 +9,12 @@ import json
 import pytest
 
 import jobmodel as jm
-from jobmodel.after_training.tracking import TrackingConfig, TrackingError, experiment_name
+from jobmodel.after_training.tracking import (
+    TrackingConfig,
+    TrackingError,
+    experiment_name,
+    is_uri,
+)
 from jobmodel.after_training.tracking_job import (
     TRACKING_VARIABLES,
     apply_tracking,
@@ -208,3 +213,18 @@ def test_the_context_rules_name_their_key():
         TrackingConfig.parse({"trackingServerArn": ARN, "perTeam": True}, teams=["a"])
     parsed = TrackingConfig.parse({"create": True, "perTeam": True}, teams=["a", "b"])
     assert parsed.per_team and parsed.enabled and parsed.server_for("a") is None
+
+
+def test_a_plain_tracking_uri_is_one_shared_server_and_nothing_else_is():
+    """``trackingUri``: a plain http(s) MLflow server (the sandbox's on localhost, or a
+    self-hosted one), shared by every team; no ARN, so no IAM statement names it."""
+    parsed = TrackingConfig.parse({"trackingUri": "http://127.0.0.1:5000"}, teams=["a", "b"])
+    assert parsed.server_for("a") == parsed.server_for("b") == "http://127.0.0.1:5000"
+    assert is_uri("https://mlflow.example.com/") and not is_uri(ARN)
+    assert TrackingConfig.from_env(parsed.to_env()).servers == parsed.servers
+    for bad in ("ftp://h", "http://", "http://h x", ARN, 5, "http://h/" + "p" * 600):
+        with pytest.raises(TrackingError) as info:
+            TrackingConfig.parse({"trackingUri": bad})
+        assert info.value.key == "mlflow.trackingUri"
+    with pytest.raises(TrackingError, match="exactly one of"):
+        TrackingConfig.parse({"trackingUri": "http://h", "trackingServerArn": ARN})
