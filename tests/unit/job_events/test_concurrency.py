@@ -49,6 +49,9 @@ def test_a_job_that_keeps_changing_gives_the_event_back_to_eventbridge(events, p
         events(batch(prefix, "RUNNABLE"))
 
 
+EVENTBRIDGE_DELIVERIES = 4
+
+
 def test_concurrent_events_of_many_jobs_lose_nothing(events, prefix, capsys):
     names = [f"{prefix}-{i}" for i in range(4)]
     for name in names:
@@ -57,10 +60,18 @@ def test_concurrent_events_of_many_jobs_lose_nothing(events, prefix, capsys):
     errors: list[BaseException] = []
 
     def run(event):
-        try:
-            events(event)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        # An invocation that lost every one of its conditional writes fails, and EventBridge
+        # delivers the event again (docs/API.md, "Order and repeats"): retried here the same
+        # way, a few times, as a loaded machine can make one lose six races in a row.
+        for _ in range(EVENTBRIDGE_DELIVERIES):
+            try:
+                events(event)
+                return
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failed = exc
+                if "changed on every one of" not in str(exc):
+                    break
+        errors.append(failed)
 
     threads = [threading.Thread(target=run, args=(e,)) for n in names for e in life(n)]
     for thread in threads:
