@@ -5,10 +5,11 @@ template (:func:`group_name`; a single-team deployment has one per template), an
 effect ``register`` (``jobmodel.jobs.effects``) turns a job that ended ``Completed`` into one
 ``CreateModelPackage`` request (:func:`create_request`): approval ``PendingManualApproval``,
 the training image and the job's ``model.tar.gz`` (what it holds, full model, LoRA adapter or
-merged model, is :func:`jobmodel.after_training.archive.archive_kind`'s), the final metrics and the lineage as customer metadata, and a client token derived
-from the effect's deduplication id. ``ModelPackageConfig`` on CreateTrainingJob is not used:
-SageMaker honours it only for serverless model-customization jobs, not for the platform's
-script-mode training jobs (docs/DECISIONS.md, Issue 27).
+merged model, is ``archive.archive_kind``'s), the final metrics and the lineage as customer
+metadata, and a client token derived from the effect's deduplication id.
+``ModelPackageConfig`` on CreateTrainingJob is not used: SageMaker honours it only for
+serverless model-customization jobs, not for the platform's script-mode training jobs
+(docs/DECISIONS.md, Issue 27).
 
 Exactly one version per job: the performer first looks for a version of the job in the group
 (:func:`is_version_of`, by the description's leading ``<job name>:``) and creates one only

@@ -38,4 +38,3 @@ def test_each_kind_says_where_the_adapter_is_and_whether_the_base_is_needed():
     assert full.describe() == f"model fine-tuned from {base}"
     assert merged.lineage() == {"artifact": "merged-model", "base_model": base}
     assert A.archive_kind({}).lineage() == {"artifact": "full-model"}
-
