@@ -1,8 +1,9 @@
 """A team's additions to the templates' evaluation policies: context ``ftl:evaluation``.
 
 ``{"<team>": {"<template>": {"golden_sets": [...], "gate": [...]}}}``: a team may add golden
-sets (in its own prefix of the data bucket) and gated metrics the template does not gate to
-the policy of a template that has one; it cannot remove or loosen what the template says.
+sets (in its own prefix of the data bucket) and gated metrics to the policy of a template that
+has one. Both gates apply (a metric the template gates may get a team's check too), so a team
+can only make the gate stricter; it cannot remove or loosen what the template says.
 The merged policy must fit the template as the template's own does
 (``templates.evaluation_rules.check_policy``). A bad value raises
 :class:`EvaluationSettingsError` naming its key (``ftl:evaluation.nlp.llm-lora.gate[0].min``).
@@ -152,12 +153,6 @@ def _fits(addition: Addition, spec: TemplateSpec, policy: EvaluationPolicy) -> N
 
 
 def _no_overlap(addition: Addition, policy: EvaluationPolicy) -> None:
-    gated = {g.metric for g in policy.gate}
-    for i, g in enumerate(addition.gate):
-        if g.metric in gated:
-            raise PolicyError(
-                f"gate[{i}].metric", "the template gates this metric already", g.metric
-            )
     names = {g.name for g in policy.golden_sets}
     for i, s in enumerate(addition.golden_sets):
         if s.name in names:

@@ -83,7 +83,9 @@ def verdict(
     if failure is not None or metrics is None:
         why = failure or "no metrics"
         return Verdict(status=PENDING, reason=_cut(f"evaluation failed: {why}; left for review"))
-    missing = [g.metric for g in policy.gate if _finite(metrics.get(g.metric)) is None]
+    missing = list(
+        dict.fromkeys(g.metric for g in policy.gate if _finite(metrics.get(g.metric)) is None)
+    )
     if missing:
         return Verdict(
             status=PENDING,
@@ -104,11 +106,13 @@ def verdict(
         )
     if not policy.gate:
         return Verdict(status=PENDING, reason="evaluated; no gate: left for review")
-    no_base = [
-        g.metric
-        for g in policy.gate
-        if g.max_regression is not None and _finite((baseline or {}).get(g.metric)) is None
-    ]
+    no_base = list(
+        dict.fromkeys(
+            g.metric
+            for g in policy.gate
+            if g.max_regression is not None and _finite((baseline or {}).get(g.metric)) is None
+        )
+    )
     note = f" (no Approved baseline for {', '.join(no_base)})" if no_base else ""
     if policy.approve_on_pass:
         return Verdict(status=APPROVED, reason=_cut(f"gate passed{note}; approved by policy"))

@@ -175,7 +175,7 @@ class EvaluationPolicy:
         """The metrics this policy produces for a template of ``task``: exact names, and the
         prefixes of lm-eval tasks' metrics (their names come from the task files)."""
         exact: set[str] = set()
-        if self.task_metrics_channel is not None and task in TASK_METRICS:
+        if self.task_metrics_channel is not None and task is not None and task in TASK_METRICS:
             exact.update(TASK_METRICS[task])
         exact.update(f"golden_{g.name}_exact_match" for g in self.golden_sets)
         prefixes = tuple(f"lmeval_{t}_" for t in (self.lm_eval.tasks if self.lm_eval else ()))
