@@ -3,8 +3,8 @@ team's golden sets, never a hub download.
 
 ``requirements-eval.txt`` pins ``lm_eval``; :func:`ensure_harness` installs it when the image
 lacks it (one process per node), so only evaluation jobs that run the harness need PyPI.
-Task files are the YAML files in the task channel (with their data beside them, read
-through ``dataset_path: json`` and ``data_files``). A golden set is JSON Lines of
+Task files are the YAML files in the task channel, with their data beside them (read
+through ``dataset_path: json`` and ``data_files`` paths relative to the channel's root). A golden set is JSON Lines of
 ``{"prompt", "completion"}``; it becomes a ``generate_until`` task scored by exact match
 (greedy decoding, surrounding whitespace ignored). Metric names: ``lmeval_<task>_<metric>``
 and ``golden_<name>_<metric>``, the filter named only when it is not the default.
@@ -34,6 +34,7 @@ REQUIREMENTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "require
 GOLDEN_PREFIX = "golden_"
 MAX_NEW_TOKENS = 64
 _DEFAULT_FILTERS = ("none", "strip")
+_NOT_METRICS = ("alias", "sample_len", "samples")  # counts lm-eval reports beside metrics
 
 
 class HarnessError(RuntimeError):
@@ -126,7 +127,7 @@ def flatten(results: Mapping[str, Any]) -> dict[str, float]:
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
             metric, _, filt = str(key).partition(",")
-            if metric.endswith("_stderr") or metric == "alias":
+            if metric.endswith("_stderr") or metric in _NOT_METRICS:
                 continue
             suffix = metric if filt in _DEFAULT_FILTERS or not filt else f"{metric}_{filt}"
             out[metric_name(f"{prefix}_{suffix}")] = float(value)
@@ -141,8 +142,27 @@ def run_harness(
     num_fewshot: int,
     limit: int | None,
     batch_size: int = 1,
+    task_root: str | None = None,
 ) -> dict[str, float]:
-    """Run ``tasks`` (defined in the ``include`` folders) on the model; flat metrics."""
+    """Run ``tasks`` (defined in the ``include`` folders) on the model; flat metrics. A task
+    file's relative ``data_files`` are read from ``task_root`` (the task channel)."""
+    here = os.getcwd()
+    if task_root:
+        os.chdir(task_root)
+    try:
+        return _run(files, tasks, include, num_fewshot, limit, batch_size)
+    finally:
+        os.chdir(here)
+
+
+def _run(
+    files: ModelFiles,
+    tasks: Sequence[str],
+    include: Sequence[str],
+    num_fewshot: int,
+    limit: int | None,
+    batch_size: int,
+) -> dict[str, float]:
     import torch
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM

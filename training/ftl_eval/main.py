@@ -67,9 +67,10 @@ def measure(
         metrics.update(task_metrics(hp, files, path))
     if args.uses_harness:
         harness.ensure_harness(environ)
-        include = []
+        include, task_root = [], None
         if args.lm_eval_task_channel:
-            include.append(_channel(channels, args.lm_eval_task_channel, "lm-eval tasks"))
+            task_root = _channel(channels, args.lm_eval_task_channel, "lm-eval tasks")
+            include.append(task_root)
         golden = {
             name: _channel(channels, f"{harness.GOLDEN_PREFIX}{name}", f"golden set {name}")
             for name in args.golden_sets
@@ -85,6 +86,7 @@ def measure(
                 num_fewshot=args.num_fewshot,
                 limit=args.limit,
                 batch_size=hp.per_device_eval_batch_size,
+                task_root=task_root,
             )
         )
     return metrics
