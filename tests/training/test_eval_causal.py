@@ -67,7 +67,7 @@ def _greedy(model_dir_or_model, tokenizer_dir, prompts):
 def _golden(root, prompts, completions):
     root.mkdir(parents=True)
     with open(root / "set.jsonl", "w") as fh:
-        for p, c in zip(prompts, completions):
+        for p, c in zip(prompts, completions, strict=True):
             fh.write(json.dumps({"prompt": p, "completion": c}) + "\n")
     return root
 

@@ -96,10 +96,9 @@ def test_a_missing_held_out_channel_is_named(tmp_path, model_dirs, capsys):
 
 
 def test_the_entrypoint_and_the_job_model_name_the_same_kinds_and_channels():
+    from ftl_eval import arguments
     from jobmodel.after_training import archive as jm_archive
     from jobmodel.evaluation import arguments as jm_args
-
-    from ftl_eval import arguments
 
     assert artifact.KINDS == jm_archive.KINDS
     assert artifact.ADAPTER_SUBDIR == jm_archive.ADAPTER_SUBDIR == lora.ADAPTER_SUBDIR

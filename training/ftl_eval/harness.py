@@ -3,11 +3,12 @@ team's golden sets, never a hub download.
 
 ``requirements-eval.txt`` pins ``lm_eval``; :func:`ensure_harness` installs it when the image
 lacks it (one process per node), so only evaluation jobs that run the harness need PyPI.
-Task files are the YAML files in the task channel, with their data beside them (read
-through ``dataset_path: json`` and ``data_files`` paths relative to the channel's root). A golden set is JSON Lines of
-``{"prompt", "completion"}``; it becomes a ``generate_until`` task scored by exact match
-(greedy decoding, surrounding whitespace ignored). Metric names: ``lmeval_<task>_<metric>``
-and ``golden_<name>_<metric>``, the filter named only when it is not the default.
+Task files are the YAML files in the task channel, with their data beside them (read through
+``dataset_path: json`` and ``data_files`` paths relative to the channel's root). A golden
+set is JSON Lines of ``{"prompt", "completion"}``; it becomes a ``generate_until`` task
+scored by exact match (greedy decoding, surrounding whitespace ignored). Metric names:
+``lmeval_<task>_<metric>`` and ``golden_<name>_<metric>``, the filter named only when it is
+not the default.
 """
 
 from __future__ import annotations
