@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import subprocess
@@ -273,7 +274,7 @@ def rows(results: dict[str, tuple[dict[str, Any] | None, str]]) -> list[list[str
 
 
 HEADER = ["benchmark", "platform", "baseline (same run)", "ratio", "target", "met"]
-_RUN_DATE_RE = re.compile(r"`make bench` on (\d{4}-\d{2}-\d{2})")
+_RUN_DATE_RE = re.compile(r"^`[^`\n]+` on (\d{4}-\d{2}-\d{2})", re.MULTILINE)
 _DATED_RE = re.compile(r"\(\d{4}-\d{2}-\d{2}[^()]*run\)$")
 
 
@@ -331,14 +332,17 @@ def markdown(
     reports: dict[str, str],
     seconds: float,
     carried: tuple[list[list[str]], list[str]] = ([], []),
+    command: str = "make bench",
+    load: float | None = None,
 ) -> str:
     """RESULTS.md: this run's table and reports, then what ``carried_over`` kept."""
     old_rows, old_sections = carried
     lines = [
         "# Benchmark results",
         "",
-        f"`make bench` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python "
-        f"{platform.python_version()}, {platform.machine()}, {_cpus()} CPU(s); "
+        f"`{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, Python "
+        f"{platform.python_version()}, {platform.machine()}, {_cpus()} CPU(s)"
+        f"{'' if load is None else f', load average {load:.1f} at the start'}; "
         f"{seconds:.0f} s in all. Every ratio compares two measurements from this same run.",
     ]
     if old_rows or old_sections:
@@ -363,8 +367,6 @@ def markdown(
 
 
 def _cpus() -> int:
-    import os
-
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 
 
@@ -375,6 +377,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(ROOT / "bench" / "RESULTS.md"))
     args = parser.parse_args(argv)
     names = [n for n in (args.only or BENCHES) if n not in args.skip]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    command = "make bench"
+    if args.only or args.skip:
+        command = "python -m bench.run_all " + " ".join(argv or sys.argv[1:])
     work = tempdir("all")
     assembly = work / "assembly"
     started = time.perf_counter()
@@ -391,7 +397,9 @@ def main(argv: list[str] | None = None) -> int:
     reports = {n: text for n, (data, text) in results.items() if data is not None}
     out = Path(args.out)
     previous = out.read_text() if out.exists() else ""
-    text = markdown(table, reports, seconds, carried_over(previous, results, reports))
+    text = markdown(
+        table, reports, seconds, carried_over(previous, results, reports), command, load
+    )
     out.write_text(text)
     print("\n" + "\n".join(text.split("\n## Reports")[0].splitlines()[4:]))
     print(f"\nwrote {args.out}")
