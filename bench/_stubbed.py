@@ -15,7 +15,8 @@ back as an ``UpstreamError`` (issue 35). Here the answers come from the code its
 * :class:`StubbedSubmit` loads a fresh handler with the same environment whose clients'
   Stubbers answer exactly those calls: the first submit with the first recording, every later
   one with the second. Botocore still validates and serialises every request against the
-  asset's trimmed models; nothing is sent.
+  asset's trimmed models; nothing is sent. Answers are replayed as recorded (a read of the
+  job answers the recorded job's item: the same size and the same work).
 * :func:`check_calls` compares a recording with the sequence the benchmark says it measures
   (:data:`DIRECT`, :data:`NOTICE`, :data:`QUEUED`) and raises :class:`CallsChanged`, naming
   both, when the submit's AWS calls changed; so does a submit that made a call its stubs do
