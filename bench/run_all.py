@@ -98,30 +98,44 @@ def _request_overhead_rows(r: dict[str, Any]) -> list[list[str]]:
     ours, sdk = r["launcher_validate_render"], r["sdk_validate_build"]
     full, sdk_full = r["launcher_full"], r["sdk_full"]
     plain = r["launcher_full_no_notice"]
+
+    def both(s: dict[str, Any]) -> str:
+        """Wall p50 / p99, and CPU's (a shared machine's wall tail includes waiting for it)."""
+        return (
+            f"{fmt_ms(s['p50_s'])} / {fmt_ms(s['p99_s'])} "
+            f"(CPU {fmt_ms(s['cpu_p50_s'])} / {fmt_ms(s['cpu_p99_s'])})"
+        )
+
+    def met(s: dict[str, Any]) -> str:
+        target = r["target_p99_s"]
+        return f"{_met(s['p99_s'] < target)} (CPU {_met(s['cpu_p99_s'] < target)})"
+
     return [
         [
             "validate+render per request (p50 / p99)",
-            f"{fmt_ms(ours['p50_s'])} / {fmt_ms(ours['p99_s'])}",
-            f"SDK {fmt_ms(sdk['p50_s'])} / {fmt_ms(sdk['p99_s'])}",
+            both(ours),
+            f"SDK {both(sdk)}",
             f"{r['ratio_p50']:.0f}x / {r['ratio_p99']:.0f}x faster",
             "p99 < 2 ms",
-            _met(r["meets_target"]),
+            met(ours),
         ],
         [
             "full submit with its started notice, AWS stubbed (p50 / p99)",
-            f"{fmt_ms(full['p50_s'])} / {fmt_ms(full['p99_s'])}",
-            f"SDK train() {fmt_ms(sdk_full['p50_s'])} / {fmt_ms(sdk_full['p99_s'])}",
+            both(full),
+            f"SDK train() {both(sdk_full)}",
             f"{r['ratio_full_p50']:.1f}x / {r['ratio_full_p99']:.1f}x faster",
             "p99 < 2 ms",
-            _met(r["full_meets_target"]),
+            met(full),
         ],
         [
             "full submit without a notice (no topic), AWS stubbed (p50 / p99)",
-            f"{fmt_ms(plain['p50_s'])} / {fmt_ms(plain['p99_s'])}",
+            both(plain),
             f"with the notice {fmt_ms(full['p50_s'])} / {fmt_ms(full['p99_s'])}",
-            f"the notice adds {fmt_ms(r['notice_cost_p50_s'])} / {fmt_ms(r['notice_cost_p99_s'])}",
+            f"the notice adds {fmt_ms(r['notice_cost_p50_s'])} / {fmt_ms(r['notice_cost_p99_s'])}"
+            f" (CPU {fmt_ms(full['cpu_p50_s'] - plain['cpu_p50_s'])} / "
+            f"{fmt_ms(full['cpu_p99_s'] - plain['cpu_p99_s'])})",
             "p99 < 2 ms",
-            _met(r["full_no_notice_meets_target"]),
+            met(plain),
         ],
     ]
 

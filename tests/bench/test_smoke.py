@@ -49,7 +49,7 @@ def has_line(out: str, pattern: str) -> None:
         (
             "request_overhead",
             [
-                r"ratio SDK/launcher \(full path, with the notice\): p50 [\d.]+x, p99 [\d.]+x$",
+                r"ratio SDK/launcher \(full path, with the notice\): p50 [\d.]+x, p99 [\d.]+x \(",
                 r"the started notice costs p50 ",  # timed with and without it (issue 35)
                 r"calls timed, with the notice: .*sns:Publish, events:PutEvents",
             ],
