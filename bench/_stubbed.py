@@ -25,6 +25,7 @@ back as an ``UpstreamError`` (issue 35). Here the answers come from the code its
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -132,22 +133,29 @@ def queue_env(base: Mapping[str, str]) -> dict[str, str]:
     return {**base, **SchedulerConfig(scheduler="queue", job_queue_arn=QUEUE_ARN).to_env()}
 
 
-def load_handler(asset: Path, name: str, env: Mapping[str, str]) -> Any:
-    """Import the asset's ``handler.py`` as module ``name`` with exactly ``env`` (its cold
-    start); the process's environment is left as it was."""
+@contextlib.contextmanager
+def environment(env: Mapping[str, str]) -> Iterator[None]:
+    """The process's environment is exactly ``env`` inside, as it was after."""
     saved = dict(os.environ)
-    if str(asset) not in sys.path:
-        sys.path.insert(0, str(asset))
     os.environ.clear()
     os.environ.update(env)
     try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def load_handler(asset: Path, name: str, env: Mapping[str, str]) -> Any:
+    """Import the asset's ``handler.py`` as module ``name`` with exactly ``env`` (its cold
+    start); the process's environment is left as it was."""
+    if str(asset) not in sys.path:
+        sys.path.insert(0, str(asset))
+    with environment(env):
         spec = importlib.util.spec_from_file_location(name, asset / "handler.py")
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
     return module
 
 
@@ -231,7 +239,7 @@ def record(asset: Path, env: Mapping[str, str], *, status: str, name: str) -> Re
 
     # moto answers in this process, at AWS's own endpoints
     env = {k: v for k, v in offline_env(env).items() if k != "AWS_ENDPOINT_URL"}
-    with mock_aws():
+    with mock_aws(), environment(env):
         import boto3
 
         ddb = boto3.client("dynamodb", region_name=REGION)
@@ -288,10 +296,18 @@ class StubbedSubmit:
         self.status = status
         runtime = self.module.RUNTIME
         prime_quotas(runtime)
-        self.stubs = {service: Stubber(c) for service, c in clients(runtime).items()}
-        for stub in self.stubs.values():
-            stub.activate()
+        self.made: list[str] = []  # the calls of the current submit, answered or not
+        self.stubs = {}
+        for service, client in clients(runtime).items():
+            # Before the Stubber's own hook: a call it has no answer for is counted too (the
+            # launcher may survive its error, as after a start whose write failed).
+            client.meta.events.register_first("before-call.*.*", self._count)
+            self.stubs[service] = Stubber(client)
+            self.stubs[service].activate()
         self.done = 0
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.made.append(f"{model.service_model.service_name}:{model.name}")
 
     def _answers(self, calls: Sequence[Call]) -> None:
         from botocore import xform_name
@@ -310,14 +326,19 @@ class StubbedSubmit:
     def submit(self) -> tuple[float, float]:
         """One submit with its answers queued; its wall and CPU seconds (queuing and the
         check not counted)."""
-        self._answers(self.recording.first if self.done == 0 else self.recording.warm)
+        calls = self.recording.first if self.done == 0 else self.recording.warm
+        self._answers(calls)
+        self.made.clear()
         elapsed = submit_once(self.module, self.status)
-        self.check()
+        self.check(calls)
         self.done += 1
         return elapsed
 
-    def check(self) -> None:
-        """Every answer queued was asked for."""
+    def check(self, calls: Sequence[Call]) -> None:
+        """The submit made the recorded calls, and asked for every answer queued."""
+        recorded = [f"{c.service}:{c.operation}" for c in calls]
+        if self.made != recorded:
+            raise CallsChanged(f"the submit made {self.made}, where the recording has {recorded}")
         for service, stub in self.stubs.items():
             try:
                 stub.assert_no_pending_responses()
