@@ -314,10 +314,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--explain", action="store_true", help="break A's time down")
+    parser.add_argument("--smoke", action="store_true", help="tiny counts: does it run")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
-    result = run(args.reps, do_explain=args.explain)
+    result = run(1) if args.smoke else run(args.reps, do_explain=args.explain)
     print(report(result))
     write_json(args.json, result)
     return 0

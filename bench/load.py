@@ -307,9 +307,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--submissions", type=int, default=SUBMISSIONS)
     parser.add_argument("--workers", type=int, default=WORKERS)
+    parser.add_argument("--smoke", action="store_true", help="tiny counts: does it run")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    summary = run(args.submissions, args.workers)
+    summary = run(20, 2) if args.smoke else run(args.submissions, args.workers)
     print(report(summary))
     print(f"  (deploy into the sandbox took {summary['deploy_s']:.0f} s, not counted)")
     for problem in summary["problems"]:

@@ -91,6 +91,8 @@ class Plan:
 ISSUE_10 = Plan(
     capacity=4, bursts=(("alpha", 4), ("beta", 4), ("gamma", 4)), instances=2, run_minutes=60
 )
+# ``--smoke``: the smallest plan in which the two policies differ (tests/bench).
+SMOKE = Plan(capacity=2, bursts=(("alpha", 3), ("beta", 2)), instances=1, run_minutes=60)
 
 
 @dataclass
@@ -420,9 +422,10 @@ def _wait_row(label: str, s: dict[str, float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny counts: does it run")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    result = run()
+    result = run(SMOKE) if args.smoke else run()
     print(report(result))
     write_json(args.json, result)
     return 1 if result["problems"] else 0

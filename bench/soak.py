@@ -639,7 +639,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=30)
     parser.add_argument("--scheduler", choices=("direct", "queue", "both"), default="both")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--smoke", action="store_true", help="3 s, direct, 10%%: does it run")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.seconds, args.faults, args.scheduler = 3.0, [0.10], "direct"
     from sandbox.batch_api import BatchSandbox
     from sandbox.deploy import sandbox_env
 

@@ -182,9 +182,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--explain", action="store_true")
     parser.add_argument("--keep", default=None, help="write the app's assembly here and keep it")
+    parser.add_argument("--smoke", action="store_true", help="tiny counts: does it run")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    result = run(args.reps, do_explain=args.explain, keep=Path(args.keep) if args.keep else None)
+    keep = Path(args.keep) if args.keep else None
+    if args.smoke:
+        args.reps, args.explain = 1, False
+    result = run(args.reps, do_explain=args.explain, keep=keep)
     print(report(result))
     write_json(args.json, result)
     return 0

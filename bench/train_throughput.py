@@ -378,7 +378,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--profile-top", type=int, default=15, help="sft: kernels to print")
     parser.add_argument("--json", default=None, help="also write the results to this JSON file")
+    parser.add_argument(
+        "--smoke", action="store_true", help="the tiny config, a step or two, once: does it run"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.config, args.repeats = "tiny", 1
+        args.steps, args.warmup, args.plain_steps = (2, 1, 2) if args.task == "sft" else (1, 0, 0)
     if args.task == "sft":
         try:
             from bench import sft_throughput
@@ -412,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.steps:
         cfg["steps_tuned"] = args.steps
         cfg["steps_seed"] = args.steps * 4
+    if args.smoke:
+        cfg["warmup"] = 1
     device = torch.cuda.get_device_name() if cuda else f"cpu ({torch.get_num_threads()} threads)"
 
     root = Path(tempfile.mkdtemp(prefix="ftl_bench_"))

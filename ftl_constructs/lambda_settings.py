@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from jobmodel.contract.errors import SettingsError
+
 # The minor version tests, benchmarks and the bytecode shipped in the assets are built with.
 DEFAULT_LAMBDA_RUNTIME = "python3.11"
 LAMBDA_RUNTIMES = ("python3.11", "python3.12", "python3.13", "python3.14")
@@ -22,12 +24,8 @@ SNAPSTART_KEY = "snapStart"
 KEYS = (RUNTIME_KEY, SNAPSTART_KEY)
 
 
-class LambdaSettingsError(ValueError):
+class LambdaSettingsError(SettingsError):
     """A Lambda context value is invalid; ``key`` is the context key without its prefix."""
-
-    def __init__(self, key: str, rule: str, got: Any = None) -> None:
-        super().__init__(rule)
-        self.key, self.rule, self.got = key, rule, got
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 from ftl_constructs.lambda_settings import LambdaSettings, LambdaSettingsError
 from jobmodel.after_training.tracking import TrackingConfig, TrackingError
 from jobmodel.capacity.plans import CapacityConfig, CapacityError
+from jobmodel.contract.errors import SettingsError
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.teams import TeamsConfig, TeamsError
 
@@ -34,15 +35,21 @@ _AZ_RE = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-\d[a-z]$")
 _CIDR_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}/(1[6-9]|2[0-8])$")
 
 
-class ContextError(ValueError):
+class ContextError(SettingsError):
     """A context value is missing or invalid; the message names the key and the rule. Where
     the value came from (cdk.json or ``-c``) is :func:`context_source`'s to say: the app
-    knows, the settings do not."""
+    knows, the settings do not. ``key`` is given without the ``ftl:`` prefix and kept with it."""
+
+    where = "context "
 
     def __init__(self, key: str, rule: str, got: Any = None) -> None:
-        shown = "" if got is None else f", got {got!r}"
-        super().__init__(f"context '{CONTEXT_PREFIX}{key}': {rule}{shown}")
-        self.key = CONTEXT_PREFIX + key
+        super().__init__(CONTEXT_PREFIX + key, rule, got)
+
+    @classmethod
+    def of(cls, error: SettingsError) -> ContextError:
+        """A job-model setting's error (teams, training plans, MLflow, Lambda settings) as the
+        error of the context key that holds it."""
+        return cls(error.key.removeprefix(CONTEXT_PREFIX), error.rule, error.got)
 
 
 def top_key(key: str) -> str:
@@ -182,7 +189,7 @@ def teams_setting(v: Mapping[str, Any]) -> TeamsConfig:
     try:
         return TeamsConfig.parse(structured_setting(v, "teams"), structured_setting(v, "admins"))
     except TeamsError as exc:
-        raise ContextError(exc.key.removeprefix(CONTEXT_PREFIX), exc.rule, exc.got) from None
+        raise ContextError.of(exc) from None
 
 
 def capacity_setting(v: Mapping[str, Any], teams: TeamsConfig) -> CapacityConfig:
@@ -191,7 +198,7 @@ def capacity_setting(v: Mapping[str, Any], teams: TeamsConfig) -> CapacityConfig
     try:
         return CapacityConfig.parse(structured_setting(v, "trainingPlans"), teams=names)
     except CapacityError as exc:
-        raise ContextError(exc.key, exc.rule) from None
+        raise ContextError.of(exc) from None
 
 
 def mlflow_setting(v: Mapping[str, Any], teams: TeamsConfig) -> TrackingConfig:
@@ -201,7 +208,7 @@ def mlflow_setting(v: Mapping[str, Any], teams: TeamsConfig) -> TrackingConfig:
     try:
         return TrackingConfig.parse(structured_setting(v, "mlflow"), teams=names)
     except TrackingError as exc:
-        raise ContextError(exc.key, exc.rule, exc.got) from None
+        raise ContextError.of(exc) from None
 
 
 _MAX_HOURLY_PRICE = 10_000.0
@@ -253,7 +260,7 @@ def lambdas_setting(v: Mapping[str, Any]) -> LambdaSettings:
     try:
         return LambdaSettings.parse(v["lambdaRuntime"], v["snapStart"])
     except LambdaSettingsError as exc:
-        raise ContextError(exc.key, exc.rule, exc.got) from None
+        raise ContextError.of(exc) from None
 
 
 def queue_setting(v: Mapping[str, Any]) -> QueueSettings:

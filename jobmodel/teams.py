@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._rules import is_bucket_name
+from .contract.errors import SettingsError
 from .contract.names import ENV_ADMINS, ENV_TEAMS
 
 __all__ = [
@@ -35,21 +37,13 @@ TEAM_NAME_RE = re.compile(r"[a-z][a-z0-9-]{0,18}[a-z0-9]")
 TEAM_NAME_RULE = "2-20 characters of lowercase letters, digits and '-', starting with a letter"
 _PRINCIPAL_RE = re.compile(r"arn:aws[a-z-]*:(iam|sts)::(\d{12}|\*):[\x21-\x7e]{1,512}")
 _ROLE_RE = re.compile(r"arn:(aws[a-z-]*):iam::(\d{12}|\*):role/(?:[^*]*/)?([^/]+)")
-_BUCKET_RE = re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]")
 TEAM_KEYS = frozenset({"name", "principals", "weight", "buckets", "limits"})
 LIMIT_KEYS = frozenset({"max_instances", "max_job_cost_usd", "monthly_budget_usd"})
 MAX_TEAMS = 50
 
 
-class TeamsError(ValueError):
+class TeamsError(SettingsError):
     """Bad team configuration; ``key`` is the context key path (``ftl:teams[1].limits``)."""
-
-    def __init__(self, key: str, rule: str, got: Any = None) -> None:
-        shown = "" if got is None else f", got {got!r}"
-        super().__init__(f"'{key}': {rule}{shown}")
-        self.key = key
-        self.rule = rule
-        self.got = got
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,7 +229,7 @@ def _parse_team(raw: Any, key: str) -> Team:
         raise TeamsError(f"{key}.weight", "a number from 0.0001 to 1000", weight)
     buckets = raw.get("buckets", [])
     if not isinstance(buckets, list) or not all(
-        isinstance(b, str) and _BUCKET_RE.fullmatch(b) and ".." not in b for b in buckets
+        isinstance(b, str) and is_bucket_name(b) for b in buckets
     ):
         raise TeamsError(f"{key}.buckets", "a list of S3 bucket names", buckets)
     return Team(

@@ -176,8 +176,7 @@ def _function_updates_publish() -> None:
 
     LambdaFunction.update_from_cloudformation_json = classmethod(update)
 
-    from moto.awslambda.models import LambdaVersion
-    from moto.cloudformation.parsing import ResourceMap, parse_and_update_resource
+    from moto.cloudformation.parsing import ResourceMap
 
     original_map_update = ResourceMap.update
 
@@ -189,35 +188,31 @@ def _function_updates_publish() -> None:
             _UPDATING.map = None
 
     ResourceMap.update = map_update
-    original_version = LambdaVersion.create_from_cloudformation_json.__func__
 
-    def create_version(
-        cls: Any,
-        resource_name: str,
-        cloudformation_json: Any,
-        account_id: str,
-        region: str,
-        **kw: Any,
-    ) -> Any:
-        resources = getattr(_UPDATING, "map", None)
-        if resources is not None:
-            name = cloudformation_json["Properties"]["FunctionName"]
-            for logical, parsed in list(resources._parsed_resources.items()):
-                if (
-                    isinstance(parsed, LambdaFunction)
-                    and name in (parsed.function_name, parsed.function_arn)
-                    and logical in resources._resource_json_map
-                ):
-                    resources._parsed_resources[logical] = parse_and_update_resource(
-                        logical,
-                        resources._resource_json_map[logical],
-                        resources,
-                        account_id=account_id,
-                        region_name=region,
-                    )
-        return original_version(cls, resource_name, cloudformation_json, account_id, region, **kw)
 
-    LambdaVersion.create_from_cloudformation_json = classmethod(create_version)
+def update_function_first(function_name: str, account_id: str, region: str) -> None:
+    """Called as an ``AWS::Lambda::Version`` is created (moto's one hook on versions is
+    ``sandbox/server.py``'s): during an update, update the function it publishes from the new
+    template first, as CloudFormation does (point 4 above); outside an update, nothing."""
+    from moto.awslambda.models import LambdaFunction
+    from moto.cloudformation.parsing import parse_and_update_resource
+
+    resources = getattr(_UPDATING, "map", None)
+    if resources is None:
+        return
+    for logical, parsed in list(resources._parsed_resources.items()):
+        if (
+            isinstance(parsed, LambdaFunction)
+            and function_name in (parsed.function_name, parsed.function_arn)
+            and logical in resources._resource_json_map
+        ):
+            resources._parsed_resources[logical] = parse_and_update_resource(
+                logical,
+                resources._resource_json_map[logical],
+                resources,
+                account_id=account_id,
+                region_name=region,
+            )
 
 
 def alias_fields(props: dict[str, Any]) -> dict[str, Any]:

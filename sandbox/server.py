@@ -17,7 +17,7 @@ from typing import Any
 
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
-from sandbox.cfn_updates import alias_fields, apply_update_shims
+from sandbox.cfn_updates import alias_fields, apply_update_shims, update_function_first
 
 _patched = False
 
@@ -168,12 +168,14 @@ def _lambda_alias_resources() -> None:
         region: str,
         **kw: Any,
     ) -> Any:
+        # The one hook on moto's versions: in an update, the function first (cfn_updates),
+        # then the version, whose Ref is its ARN.
+        name = cloudformation_json["Properties"]["FunctionName"]
+        update_function_first(name, account_id, region)
         version = original_version(
             cls, resource_name, cloudformation_json, account_id, region, **kw
         )
-        fn = get_backend(account_id, region).get_function(
-            cloudformation_json["Properties"]["FunctionName"]
-        )
+        fn = get_backend(account_id, region).get_function(name)
         version.physical_resource_id = f"{fn.function_arn}:{version.version}"
         return version
 

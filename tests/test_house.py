@@ -21,7 +21,7 @@ TOP_LEVEL: dict[str, set[str]] = {
     "_rules": set(),
     "instances": set(),
     "regions": set(),
-    "teams": {"contract"},
+    "teams": {"contract", "_rules"},
     "platform": {"contract", "_rules"},
     "render": {"contract", "templates", "requests", "platform", "_rules", "instances"},
     "fleet_metrics": {"money", "jobs"},

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..contract import names as N
+from ..contract.errors import SettingsError
 
 __all__ = [
     "EXPERIMENT_MODES",
@@ -61,15 +62,8 @@ _KEYS_ALL = (
 SHARED = ""  # the ``servers`` key of the one server every team shares
 
 
-class TrackingError(ValueError):
+class TrackingError(SettingsError):
     """A bad ``ftl:mlflow`` value; ``key`` names the entry (``mlflow.trackingServerArn``)."""
-
-    def __init__(self, key: str, rule: str, got: Any = None) -> None:
-        shown = "" if got is None else f", got {got!r}"
-        super().__init__(f"'{key}': {rule}{shown}")
-        self.key = key
-        self.rule = rule
-        self.got = got
 
 
 def is_app(arn: str) -> bool:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .. import _rules as R
+from ..contract.errors import SettingsError
 from ..contract.names import ENV_CAPACITY
 from ..instances import INSTANCE_TYPES
 from ..templates.spec import CHAIN_STEPS, ON_DEMAND, PLAN, SPOT
@@ -44,14 +45,8 @@ _PLAN_NAME_RE = re.compile(r"[a-z0-9](-?[a-z0-9]){0,62}")
 _TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z")
 
 
-class CapacityError(ValueError):
+class CapacityError(SettingsError):
     """A bad capacity source; ``key`` names the context entry (``trainingPlans[0].end``)."""
-
-    def __init__(self, key: str, rule: str, got: Any = None) -> None:
-        shown = "" if got is None else f", got {got!r}"
-        super().__init__(f"'{key}': {rule}{shown}")
-        self.key = key
-        self.rule = rule
 
 
 def _parse_time(value: Any, key: str) -> datetime:

@@ -4,7 +4,8 @@
 (``to_dict()``) and, on the HTTP door, ``status``. ``caller_fixable`` says whether the caller
 can fix it by changing the request (the ``ftl`` client reads both from ``ERROR_TYPES``).
 ``TemplateError`` is a *platform* error found at synth time (or when the deployed catalog is
-loaded): a template that breaks a rule never deploys.
+loaded): a template that breaks a rule never deploys. ``SettingsError`` is the other platform
+error: a setting (cdk.json context, or a function's environment) that breaks its rule.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "JobModelError",
     "NotFound",
     "QuotaExceeded",
+    "SettingsError",
     "TemplateError",
     "Throttled",
     "UpstreamError",
@@ -212,3 +214,20 @@ class TemplateError(Exception):
         self.rule = rule
         self.message = message
         super().__init__(f"template {template!r} breaks rule {rule!r}: {message}")
+
+
+class SettingsError(ValueError):
+    """A platform setting breaks its rule: ``key`` names it (``ftl:teams[1].limits``,
+    ``trainingPlans[0].end``), ``rule`` says what it must be, ``got`` is the value found
+    (``None``: nothing to show). Each kind of setting has its subclass (``TeamsError``,
+    ``CapacityError``, ``TrackingError``; the app's ``ContextError``); ``where`` is what the
+    message says before the key."""
+
+    where = ""
+
+    def __init__(self, key: str, rule: str, got: Any = None) -> None:
+        shown = "" if got is None else f", got {got!r}"
+        super().__init__(f"{self.where}'{key}': {rule}{shown}")
+        self.key = key
+        self.rule = rule
+        self.got = got

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.queue_scenario import Plan, report, scenario, summarize
+from bench.queue_scenario import SMOKE, report, scenario, summarize
 
-TINY = Plan(capacity=2, bursts=(("alpha", 3), ("beta", 2)), instances=1, run_minutes=60)
+TINY = SMOKE  # the plan of ``--smoke`` (tests/bench/test_smoke.py runs the entry with it)
 
 
 @pytest.fixture(scope="module")

@@ -133,3 +133,15 @@ def test_every_benchmark_has_rows_and_labels():
 
 def test_nothing_to_carry_from_a_missing_file():
     assert carried_over("", ran=["synth"], reported={}) == ([], [])
+
+
+def test_a_partial_run_names_its_command_and_its_date_still_marks_what_it_kept():
+    command = "python -m bench.run_all --only cold_start"
+    reports = {"cold_start": "cold start 400 ms"}
+    table = [["trigger cold start (fresh process to ready)", "400 ms"] + ["-"] * 4]
+    text = markdown(table, reports, 1.0, ([], []), command, 3.5)
+    assert text.splitlines()[2].startswith(f"`{command}` on ")
+    assert "load average 3.5 at the start" in text
+    kept_rows, _ = carried_over(text, ran=["synth"], reported={})
+    date = text.splitlines()[2].split(" on ")[1][:10]
+    assert kept_rows[0][0] == f"trigger cold start (fresh process to ready) ({date} run)"
