@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from ..contract.errors import SettingsError
 from ..templates.evaluation_policy import (
     EvaluationPolicy,
     GatedMetric,
@@ -34,16 +35,9 @@ CONTEXT_KEY = "ftl:evaluation"
 ADDITION_KEYS = ("golden_sets", "gate")
 
 
-class EvaluationSettingsError(ValueError):
-    """A bad ``ftl:evaluation`` value; ``key`` names the entry, as the other settings
-    errors do (``key``, ``rule``, ``got``)."""
-
-    def __init__(self, key: str, rule: str, got: Any = None) -> None:
-        shown = "" if got is None else f", got {got!r}"
-        super().__init__(f"'{key}': {rule}{shown}")
-        self.key = key
-        self.rule = rule
-        self.got = got
+class EvaluationSettingsError(SettingsError):
+    """A bad ``ftl:evaluation`` value; ``key`` names the entry
+    (``ftl:evaluation.nlp.llm-lora.gate[0].min``), as every settings error does."""
 
 
 @dataclass(frozen=True, kw_only=True)
