@@ -73,6 +73,9 @@ class PlatformSettings:
     capacity: CapacityConfig = field(default_factory=CapacityConfig)
     # Experiment tracking (``ftl:mlflow``, issue 27): the MLflow servers jobs log to.
     mlflow: TrackingConfig = field(default_factory=TrackingConfig)
+    # A team's additions to the evaluation policies (``ftl:evaluation``, issue 36), as JSON;
+    # checked against the catalog where the catalog is read (``LauncherStack._templates``).
+    evaluation: Any = None
 
     @property
     def input_bucket_names(self) -> tuple[str, ...]:
@@ -159,6 +162,7 @@ class PlatformSettings:
             queue=queue_setting(v),
             capacity=capacity_setting(v, teams),
             mlflow=mlflow,
+            evaluation=structured_setting(v, "evaluation"),
             api=ApiSettings(
                 throttle_rate=int_setting(v, "apiThrottleRate", 20, 1, 10000),
                 throttle_burst=int_setting(v, "apiThrottleBurst", 40, 1, 5000),
@@ -194,6 +198,7 @@ _KEYS = (
     "queueWaitAlarmMinutes",
     "trainingPlans",
     "mlflow",
+    "evaluation",
 )
 
 

@@ -23,6 +23,7 @@ from ftl_constructs.team_topics import TeamTopics
 from jobmodel.after_training.registry import NOT_OFFERED_REGIONS
 from jobmodel.capacity.plans import CapacityError
 from jobmodel.contract.names import PLATFORM_VERSION, VERSION_OUTPUT
+from jobmodel.evaluation.additions import EvaluationAdditions, EvaluationSettingsError
 from stacks.foundation_stack import FoundationStack
 
 
@@ -111,6 +112,14 @@ class LauncherStack(Stack):
             settings.capacity.check_catalog({s.name: s for s in specs})
         except CapacityError as exc:
             raise ContextError(exc.key, exc.rule) from None
+        try:  # issue 36: the runtime that applies the additions is not built yet
+            EvaluationAdditions.parse(
+                settings.evaluation,
+                teams=[t.name for t in settings.teams.teams],
+                catalog={s.name: s for s in specs},
+            )
+        except EvaluationSettingsError as exc:
+            raise ContextError.of(exc) from None
         return [TrainingJobTemplate(self, f"Template-{spec.name}", spec=spec) for spec in specs]
 
     def _registry(self, settings: PlatformSettings, templates: list[str]) -> None:

@@ -4,11 +4,12 @@ Standard library only. The stacks create one SageMaker model package group per t
 template (:func:`group_name`; a single-team deployment has one per template), and the end
 effect ``register`` (``jobmodel.jobs.effects``) turns a job that ended ``Completed`` into one
 ``CreateModelPackage`` request (:func:`create_request`): approval ``PendingManualApproval``,
-the training image and the job's ``model.tar.gz`` (a LoRA job's adapter, its base model
-named), the final metrics and the lineage as customer metadata, and a client token derived
-from the effect's deduplication id. ``ModelPackageConfig`` on CreateTrainingJob is not used:
-SageMaker honours it only for serverless model-customization jobs, not for the platform's
-script-mode training jobs (docs/DECISIONS.md, Issue 27).
+the training image and the job's ``model.tar.gz`` (what it holds, full model, LoRA adapter or
+merged model, is ``archive.archive_kind``'s), the final metrics and the lineage as customer
+metadata, and a client token derived from the effect's deduplication id.
+``ModelPackageConfig`` on CreateTrainingJob is not used: SageMaker honours it only for
+serverless model-customization jobs, not for the platform's script-mode training jobs
+(docs/DECISIONS.md, Issue 27).
 
 Exactly one version per job: the performer first looks for a version of the job in the group
 (:func:`is_version_of`, by the description's leading ``<job name>:``) and creates one only
@@ -24,6 +25,8 @@ import json
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from .archive import archive_kind
 
 __all__ = [
     "APPROVAL_STATUSES",
@@ -70,8 +73,6 @@ NOT_OFFERED_REGIONS = frozenset(
         "cn-north-1", "cn-northwest-1", "us-gov-east-1",
     }
 )  # fmt: skip
-LORA_MARK = "lora_r"  # a hyperparameter only LoRA templates have
-BASE_MODEL = "model_name_or_path"
 
 
 def group_name(platform: str, template: str, team: str | None = None) -> str:
@@ -176,8 +177,7 @@ def lineage(job: Mapping[str, Any]) -> dict[str, str]:
         "cost_usd": job.get("cost_usd"),
         "attempts": len(attempts) if isinstance(attempts, list) and attempts else 1,
     }
-    if LORA_MARK in hps:
-        fixed.update(artifact="lora-adapter", base_model=hps.get(BASE_MODEL))
+    fixed.update(archive_kind(hps).lineage())
     entries = [(k, v) for k, v in fixed.items() if v not in (None, "")]
     metrics = job.get("final_metrics") or {}
     entries += [(f"input.{k}", v) for k, v in sorted(_channels(rendered).items())]
@@ -196,12 +196,7 @@ def lineage(job: Mapping[str, Any]) -> dict[str, str]:
 
 def description(job: Mapping[str, Any]) -> str:
     """``<job name>: ...`` (the leading name is how a version is found again)."""
-    hps = _hyperparameters(_rendered(job))
-    what = (
-        f"LoRA adapter of {hps.get(BASE_MODEL)}"
-        if LORA_MARK in hps
-        else f"model fine-tuned from {hps.get(BASE_MODEL) or 'the template'}"
-    )
+    what = archive_kind(_hyperparameters(_rendered(job))).describe()
     text = f"{job['job_name']}: {what}, template {job.get('template')}, team {job.get('team')}"
     return text.replace("\n", " ")[:MAX_DESCRIPTION]
 

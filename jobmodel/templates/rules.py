@@ -19,6 +19,7 @@ from ..instances import INSTANCE_TYPES, efa_environment
 from ._shapes import fail
 from .chain_rules import check_chain
 from .distribution_rules import check_distribution, check_start_rules
+from .evaluation_rules import check_template as check_evaluation
 from .hyperparameter_rules import check_hyperparameters
 from .hyperparameters import HyperparameterRule
 from .spec import (
@@ -327,7 +328,7 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     ``hyperparameter-reserved``, ``hyperparameter-length``, ``hyperparameter-count``,
     ``input-mode``, ``inputs``, ``metrics``, ``environment``, ``tags``, ``queue-priority``,
     ``capacity-chain``, ``instance-preferences``, ``spot-wait``, ``infra-check``,
-    ``tracking``.
+    ``tracking``, ``evaluation``.
     """
     if not isinstance(spec, TemplateSpec):
         raise TemplateError("?", "type", f"expected a TemplateSpec, got {type(spec).__name__}")
@@ -350,3 +351,4 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     _check_queue_priority(spec)
     check_chain(spec)
     check_tracking(spec, R.MAX_ENVIRONMENT)
+    check_evaluation(spec)

@@ -18,6 +18,7 @@ from typing import Any
 from ..contract.errors import TemplateError
 from ._shapes import check_keys, freeze_map, freeze_seq
 from .distribution_kinds import KINDS, Distribution
+from .evaluation_policy import EvaluationPolicy
 from .hyperparameters import HyperparameterRule
 
 __all__ = [
@@ -138,6 +139,8 @@ class TemplateSpec:
     # false turns it off for the template's jobs (a caller cannot turn it back on); true
     # tracks them unless the caller says false.
     tracking: bool | None = None
+    # Evaluation after a Completed job (issue 36, ``evaluation_policy``); None: none.
+    evaluation: EvaluationPolicy | None = None
 
     def __post_init__(self) -> None:
         setter = object.__setattr__
@@ -174,6 +177,9 @@ class TemplateSpec:
                 }
             )
         setter(self, "overridable", overridable)
+        if self.evaluation is not None and not isinstance(self.evaluation, EvaluationPolicy):
+            policy = EvaluationPolicy.from_dict(self.evaluation, template=str(self.name))
+            setter(self, "evaluation", policy)
 
     def __hash__(self) -> int:
         return hash((self.name, self.image_uri, self.instance_types, self.distribution))
@@ -228,6 +234,7 @@ class TemplateSpec:
             "spot_wait_seconds": self.spot_wait_seconds,
             "infra_check": self.infra_check,
             "tracking": self.tracking,
+            "evaluation": None if self.evaluation is None else self.evaluation.to_dict(),
         }
 
     @property

@@ -86,8 +86,19 @@ def test_a_lora_job_registers_its_adapter_and_names_its_base_model(catalog, plat
 
 def test_a_full_model_names_what_it_was_tuned_from(catalog, platform):
     request = R.create_request(_job(catalog, platform, "distilbert-spot"), "g", "x/register")
-    assert "artifact" not in request["CustomerMetadataProperties"]
+    assert request["CustomerMetadataProperties"]["artifact"] == "full-model"
     assert "fine-tuned from distilbert-base-uncased" in request["ModelPackageDescription"]
+
+
+def test_a_merged_lora_job_says_the_model_is_merged_and_where_the_adapter_is(catalog, platform):
+    job = _job(catalog, platform, "llm-lora", hyperparameters={"merge_adapter": True})
+    request = R.create_request(job, "ftl-nlp-llm-lora", f"{JOB}/register")
+    meta = request["CustomerMetadataProperties"]
+    assert meta["artifact"] == "merged-model"
+    assert meta["base_model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    text = request["ModelPackageDescription"]
+    assert text.startswith(f"{JOB}: merged model: meta-llama") and "adapter/" in text
+    assert "LoRA adapter of" not in text
 
 
 def test_the_client_token_is_stable_and_valid():

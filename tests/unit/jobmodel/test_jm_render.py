@@ -249,6 +249,7 @@ def test_render_inputs(render: Render, catalog: dict[str, jm.TemplateSpec]) -> N
             jm.InputChannel("train", default_prefix="t/", distribution="ShardedByS3Key"),
             jm.InputChannel("meta", default_prefix="m/", content_type="application/json"),
         ),
+        evaluation=None,  # its policy reads the validation channel this copy lacks
     )
     jm.validate_template(sharded)
     first, second = render(spec=sharded)["InputDataConfig"]
