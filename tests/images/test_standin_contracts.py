@@ -194,8 +194,9 @@ def test_smp_v2_stand_in_contracts(tmp_path: Path) -> None:
     ]
     got = _run_cases(IMAGE_SMP_V2, [SMP_V2], cases, tmp_path)
     assert got["llama-tp2"]["ok"] == {"model": "LlamaForCausalLM", "tp": 2}
-    assert "tensor_parallel_degree 8 does not divide the world size 2" in (
-        got["tp8-world2"]["message"]
+    assert (
+        "tensor_parallel_degree 8 does not divide the world size 2"
+        in (got["tp8-world2"]["message"])
     )
     assert "not 'gpt2'" in got["gpt2-tp2"]["message"]
     assert got["gpt2-tp1"]["ok"]["model"] == "GPT2LMHeadModel"  # no TP: any model
