@@ -183,6 +183,7 @@ def init(config: Any = None) -> None:
     state.cfg = cfg
     state.world = world
     state.initialized = True
+    _process_group()
     trace(
         "init",
         parameters=params,
@@ -191,6 +192,17 @@ def init(config: Any = None) -> None:
         tp_size=tp_size(),
         dp_size=dp_size(),
     )
+
+
+def _process_group() -> None:
+    """SMP v1 sets torch.distributed up itself (its DDP and the Trainer's barriers run on
+    it; a script never calls ``init_process_group``). Here: a gloo group of this one
+    process, so ``torch.distributed.barrier()`` returns at once; sizes come from ``smp``."""
+    import torch.distributed as dist
+
+    if state.world > 1 and dist.is_available() and not dist.is_initialized():
+        dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        trace("torch.distributed", backend="gloo", world_size=1)
 
 
 def reset() -> None:
