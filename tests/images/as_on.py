@@ -125,6 +125,9 @@ def emulate(gpu: dict, ships_flash_attn: bool, backends: list) -> Iterator[None]
         p.set(
             dist, "init_process_group", _fake_init_process_group(dist.init_process_group, backends)
         )
+        smddp = sys.modules.get("smdistributed.dataparallel.torch.torch_smddp")
+        if smddp is not None:  # imported by an earlier case: its backend check goes on top again
+            smddp._patch_init_process_group()
     from ftl_train import defaults
 
     p.set(defaults, "flash_attention_available", lambda: ships_flash_attn)

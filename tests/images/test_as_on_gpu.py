@@ -55,12 +55,19 @@ def _decoded(encoded: dict[str, str]) -> dict[str, Any]:
 def _launch_env(kind: str, hosts: int, per_host: int) -> dict[str, str]:
     """Rank 0's launcher variables, as the toolkit's launch for the distribution sets them."""
     world = str(hosts * per_host)
-    if kind == "smddp":  # mpirun ... smddprun: Open MPI's rank variables
+    if kind == "smddp":  # mpirun ... smddprun: Open MPI's variables and what smddprun adds
         return {
             "OMPI_COMM_WORLD_RANK": "0",
             "OMPI_COMM_WORLD_SIZE": world,
             "OMPI_COMM_WORLD_LOCAL_RANK": "0",
             "OMPI_COMM_WORLD_LOCAL_SIZE": str(per_host),
+            "RANK": "0",
+            "WORLD_SIZE": world,
+            "LOCAL_RANK": "0",
+            "LOCAL_WORLD_SIZE": str(per_host),
+            "SMDATAPARALLEL_LOCAL_RANK": "0",
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": "29500",
         }
     if kind == "smp":  # the SMP v1 stand-in is rank 0 alone (it reads the job from SM_*)
         return {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1"}

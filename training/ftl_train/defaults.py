@@ -68,7 +68,8 @@ def flash_attention_available() -> bool:
 def resolve_attention(requested: str, caps: DeviceCaps, half: bool, packed: bool = False) -> str:
     """``auto``: FlashAttention-2 on a CUDA GPU in 16-bit when the package is installed; for
     packed causal-LM rows (``packed``) on CUDA ``ftl_varlen`` (``attention.py``: PyTorch's
-    variable-length flash kernel in 16-bit), so no dense block-diagonal mask is built; else
+    variable-length flash kernel in 16-bit), so no dense block-diagonal mask is built, where
+    the image's transformers can register it; else
     SDPA (on a CPU the per-example path measured slower than the dense mask,
     bench/RESULTS.md). All keep packed rows apart."""
     from . import attention
@@ -81,7 +82,7 @@ def resolve_attention(requested: str, caps: DeviceCaps, half: bool, packed: bool
     # GPUs DeviceCaps marks tf32; a V100 or T4 keeps SDPA.
     if caps.cuda and caps.tf32 and half and flash_attention_available():
         return "flash_attention_2"
-    if packed and caps.cuda:
+    if packed and caps.cuda and attention.available():  # issue 34: not in transformers 4.44
         return attention.NAME
     return "sdpa"
 
