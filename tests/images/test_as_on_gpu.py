@@ -213,7 +213,10 @@ def test_every_template_has_cases_for_each_of_its_gpu_families() -> None:
 def test_trainer_builds_as_on_each_gpu_family(image_name: str, tmp_path: Path) -> None:
     report = run_image(image_name, CASES[image_name], tmp_path / "as-on")
     results = report["cases"]
-    print(f"\nas-on {image_name}: {len(results)} cases, {report['wall_seconds']} s wall")
+    print(
+        f"\nas-on {image_name}: {len(results)} cases, {report['wall_seconds']} s wall, "
+        f"{report['import_seconds']} s imports"
+    )
     failed = {k: v["error"] + "\n" + v["traceback"] for k, v in results.items() if not v["ok"]}
     assert not failed, "\n\n".join(f"{k}: {v}" for k, v in failed.items())
     for key, got in results.items():
