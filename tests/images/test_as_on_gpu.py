@@ -35,7 +35,7 @@ from tests.images.matrix import ROWS, STAND_IN_DIRS
 from tests.images.test_image_matrix import PLATFORM, REGION
 from testsupport import image_envs
 
-pytestmark = [pytest.mark.slow, pytest.mark.images, pytest.mark.xdist_group("images")]
+pytestmark = [pytest.mark.slow, pytest.mark.images]  # spread over workers, as the matrix
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
