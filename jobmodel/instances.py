@@ -34,12 +34,15 @@ from types import MappingProxyType
 
 __all__ = [
     "EFA_TYPES",
+    "GPU_FAMILIES",
     "INSTANCE_TYPES",
     "RDMA_TYPES",
     "SMDDP_TYPES",
+    "GpuFamily",
     "InstanceType",
     "efa_environment",
     "get_instance_type",
+    "gpu_family",
 ]
 
 
@@ -162,3 +165,67 @@ def efa_environment(instance: InstanceType) -> dict[str, str]:
     if not instance.efa:
         return {}
     return dict(_EFA_RDMA if instance.gpudirect_rdma else _EFA_BASE)
+
+
+# ---------------------------------------------------------------- GPU families (issue 34)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFamily:
+    """What one GPU of an instance family can do, as the training libraries decide it.
+
+    ``compute_capability`` is NVIDIA's (the CUDA GPUs table, developer.nvidia.com/cuda-gpus:
+    V100 7.0, T4 7.5, A100 8.0, A10G 8.6, L4 and L40S 8.9, H100 and H200 9.0, B200 10.0).
+    The capabilities follow from it as the libraries test them: bfloat16 and TF32 tensor
+    cores from Ampere (8.0; torch's ``is_bf16_supported``, transformers'
+    ``is_torch_tf32_available``); FlashAttention-2 on Ampere, Ada and Hopper (its README:
+    8.0 and up); FP8 tensor cores from Ada (8.9; Transformer Engine's FP8 support).
+    The training entrypoint cannot import this package in the image: it detects the same
+    facts from the device (``ftl_train.env.DeviceCaps.detect``); the image matrix's
+    "as on" runs build ``DeviceCaps`` from this table (tests/images/test_as_on_gpu.py).
+    """
+
+    accelerator: str
+    name: str
+    compute_capability: tuple[int, int]
+
+    @property
+    def bf16(self) -> bool:
+        return self.compute_capability >= (8, 0)
+
+    @property
+    def tf32(self) -> bool:
+        return self.compute_capability >= (8, 0)
+
+    @property
+    def flash_attention(self) -> bool:
+        return self.compute_capability >= (8, 0)
+
+    @property
+    def fp8(self) -> bool:
+        return self.compute_capability >= (8, 9)
+
+
+GPU_FAMILIES: Mapping[str, GpuFamily] = MappingProxyType(
+    {
+        g.accelerator: g
+        for g in (
+            GpuFamily("nvidia-v100", "Tesla V100", (7, 0)),
+            GpuFamily("nvidia-t4", "Tesla T4", (7, 5)),
+            GpuFamily("nvidia-a100", "A100", (8, 0)),
+            GpuFamily("nvidia-a10g", "A10G", (8, 6)),
+            GpuFamily("nvidia-l4", "L4", (8, 9)),
+            GpuFamily("nvidia-l40s", "L40S", (8, 9)),
+            GpuFamily("nvidia-h100", "H100", (9, 0)),
+            GpuFamily("nvidia-h200", "H200", (9, 0)),
+            GpuFamily("nvidia-b200", "B200", (10, 0)),
+        )
+    }
+)
+"""Every NVIDIA GPU the instance catalog names, by its ``accelerator`` value (read-only)."""
+
+
+def gpu_family(instance_type: str) -> GpuFamily | None:
+    """The GPU family of an instance type; None for CPU and Trainium types.
+    ``KeyError`` if the platform does not know the type."""
+    return GPU_FAMILIES.get(INSTANCE_TYPES[instance_type].accelerator)

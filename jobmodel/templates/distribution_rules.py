@@ -180,6 +180,30 @@ def _check_smp_parameters(spec: TemplateSpec) -> None:
         raise fail(
             spec, "hyperparameter-length", "mp_parameters encodes to more than 256 characters"
         )
+    _check_smp_precision(spec, params)
+
+
+def _check_smp_precision(spec: TemplateSpec, params: Mapping[str, Any]) -> None:
+    """SMP v1 precision (issue 34): never bf16 (transformers' Trainer raises "SageMaker Model
+    Parallelism does not support BF16 yet"), and fp16 where SMP reads it: with SMP >= 1.10
+    the Trainer replaces its ``fp16`` with the SMP configuration's, so a hyperparameter
+    ``fp16`` that mp_parameters does not repeat would be dropped."""
+    hp = spec.hyperparameters
+    if params.get("bf16") is True or hp.get("bf16") is True:
+        raise fail(
+            spec,
+            "smp-parameters",
+            'SMP v1 does not train in bf16 with the Hugging Face Trainer; set "fp16": true '
+            "in mp_parameters",
+        )
+    smp_fp16 = params.get("fp16", False) is True
+    if hp.get("fp16") is not None and hp["fp16"] is not smp_fp16:
+        raise fail(
+            spec,
+            "smp-parameters",
+            f"hyperparameters fp16 {hp['fp16']!r} contradicts mp_parameters fp16 {smp_fp16!r}: "
+            "SMP v1 trains with the fp16 of its own parameters; set it in mp_parameters",
+        )
 
 
 # --------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ overrides.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from testsupport import image_envs
 pytestmark = [pytest.mark.slow, pytest.mark.images]
 
 HARNESS = Path(__file__).resolve().parent / "harness.py"
+REPO = HARNESS.parents[2]
 REGION = "us-east-1"
 
 PLATFORM = jm.PlatformConfig(
@@ -73,6 +75,7 @@ def run_template(name: str, work: Path) -> dict[str, Any]:
             **STEP_OVERRIDES,
             **({"eval_steps": EVAL_STEPS_OVERRIDE} if "eval_steps" in spec.hyperparameters else {}),
             **row.extra_overrides,
+            **_mp_overrides(request, row.mp_overrides),
         },
         "metrics": [m["Name"] for m in request["AlgorithmSpecification"]["MetricDefinitions"]],
         "stand_ins": [path for lib, path in STAND_IN_DIRS.items() if image_set.ships(lib)],
@@ -83,11 +86,13 @@ def run_template(name: str, work: Path) -> dict[str, Any]:
     spec_path = work / "spec.json"
     work.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(json.dumps(harness_spec, indent=2))
+    trace = work / "standin-trace.jsonl"
     done = subprocess.run(
         [str(python), str(HARNESS), str(spec_path)],
         capture_output=True,
         text=True,
         timeout=900,
+        env=_trace_env(trace, image_set),
     )
     tail = (done.stdout + done.stderr)[-6000:]
     assert done.returncode == 0, tail
@@ -96,7 +101,51 @@ def run_template(name: str, work: Path) -> dict[str, Any]:
     report = json.loads(line[-1].split(" ", 1)[1])
     report["_logs"] = {p.name: p.read_text()[-4000:] for p in work.glob("start-*.log")}
     report["image_set"] = image_set.name
+    report["trace"] = (
+        [json.loads(x) for x in trace.read_text().splitlines()] if trace.exists() else []
+    )
     return report
+
+
+def _mp_overrides(request: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """The template's SMP parameters with a row's CPU changes, as one override."""
+    if not changes:
+        return {}
+    return {"mp_parameters": {**json.loads(request["HyperParameters"]["mp_parameters"]), **changes}}
+
+
+def _trace_env(trace: Path, image_set: Any) -> dict[str, str]:
+    """The stand-ins trace every call to ``trace`` (issue 34); where the image ships smddp, its
+    stand-in ``smddprun`` is on PATH, so the toolkit builds the launch line the real image gets."""
+    env = dict(os.environ, FTL_STANDIN_TRACE=str(trace))
+    if image_set.ships("smdistributed-dataparallel"):
+        bin_dir = REPO / STAND_IN_DIRS["smdistributed-dataparallel"] / "bin"
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def assert_distribution_path_ran(name: str, report: dict[str, Any], logs: str) -> None:
+    """From the stand-ins' trace and the logs: the template's distribution really ran."""
+    kind = jm.shipped_catalog()[name].distribution.kind
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for record in report["trace"]:
+        calls.setdefault(record["call"], []).append(record)
+    if kind == "smddp":
+        assert "smddprun" in logs, "the toolkit's launch line runs smddprun"
+        assert {c["backend"] for c in calls.get("init_process_group", [])} == {"smddp"}
+        assert calls.get("backend.create") and calls.get("ddp.wrap"), sorted(calls)
+    elif kind == "smp":
+        assert calls.get("init") and calls.get("DistributedModel") and calls.get("step")
+        tp = dict(ROWS[name].mp_overrides).get("tensor_parallel_degree", 1)
+        splits = calls.get("tensor_parallel.split", [])
+        if tp > 1:  # item 5: the model was created for tensor parallelism and split
+            assert splits and all(s["degree"] == tp for s in splits), calls.get("init")
+        assert all(c["tp_size"] == tp for c in calls["init"]), calls["init"]
+    elif kind == "smp-v2":
+        assert calls.get("init") and calls.get("transform"), sorted(calls)
+        assert all(c["world_size"] == ROWS[name].nproc for c in calls["tensor_parallel"])
+    elif kind == "torchrun":
+        assert f"world_size={ROWS[name].nproc} " in logs, "torchrun started the ranks"
 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
@@ -104,6 +153,8 @@ def test_template_trains_in_its_image(name: str, tmp_path: Path) -> None:
     assert set(ROWS) == set(jm.shipped_catalog()), "every shipped template has a matrix row"
     report = run_template(name, tmp_path / name)
     logs = "\n".join(report["_logs"].values())[-6000:]
+    full = "\n".join(p.read_text() for p in sorted((tmp_path / name).glob("start-*.log")))
+    assert_distribution_path_ran(name, report, full)
     first, second = report["first"], report["second"]
     if ROWS[name].cpu_limit:  # see the row: only the start is checked on a CPU
         assert first["signalled_at_step"] is not None and report["losses_finite"], logs

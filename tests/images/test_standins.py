@@ -61,9 +61,11 @@ SMDDP_ENV = {
     "ACCELERATE_TORCH_DEVICE": "cpu",
 }
 SMP_V2_ENV = {
+    # Degree 1: the check model is BERT, which SMP v2's tensor parallelism does not support
+    # (the stand-in refuses it with a degree above 1: test_standin_contracts.py).
     "SM_HP_MP_PARAMETERS": json.dumps(
         {
-            "tensor_parallel_degree": 8,
+            "tensor_parallel_degree": 1,
             "hybrid_shard_degree": 0,
             "sm_activation_offloading": True,
             "activation_loading_horizon": 2,
@@ -363,7 +365,10 @@ def test_smp_v1_stand_in_refuses_what_one_process_cannot_do(tmp_path: Path):
     env = _env(
         tmp_path,
         [SMP_V1],
-        {"SM_HP_MP_PARAMETERS": json.dumps({"partitions": 2, "microbatches": 2})},
+        {
+            "SM_HP_MP_PARAMETERS": json.dumps({"partitions": 2, "microbatches": 2}),
+            "SM_FRAMEWORK_PARAMS": json.dumps({"sagemaker_mpi_num_of_processes_per_host": 2}),
+        },
     )
     out = _run(python, ["-c", script], env, tmp_path)
     assert "world: the SMP v1 stand-in runs one process; this launch has 8" in out

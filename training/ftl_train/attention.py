@@ -178,8 +178,30 @@ def varlen_attention(
     return full.view(batch, seq, heads, out.shape[-1]), None
 
 
+def available() -> bool:
+    """Whether this transformers takes a registered attention: ``AttentionInterface`` and
+    ``masking_utils.AttentionMaskInterface`` (recent releases; not the SMP v2 image's 4.44)."""
+    try:
+        import transformers
+        from transformers import masking_utils
+    except ImportError:
+        return False
+    return hasattr(transformers, "AttentionInterface") and hasattr(
+        masking_utils, "AttentionMaskInterface"
+    )
+
+
 def register() -> str:
     """Make ``ftl_varlen`` known to transformers (attention and mask); returns the name."""
+    if not available():
+        import transformers
+
+        from .hparams import HyperparameterError
+
+        raise HyperparameterError(
+            f"attn_implementation=varlen needs a transformers with AttentionInterface and "
+            f"masking_utils; this image has transformers {transformers.__version__}"
+        )
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, flash_attention_mask
 

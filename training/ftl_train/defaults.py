@@ -8,11 +8,14 @@ plain AdamW), written as hyperparameter overrides.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .compat import fused_adamw_available
 from .env import DeviceCaps
 from .hparams import Hyperparameters
+from .parallel import smp_v1_precision
 
 # The seed configuration, as overrides of this entrypoint's hyperparameters.
 SEED_PROFILE: dict[str, object] = {
@@ -65,7 +68,8 @@ def flash_attention_available() -> bool:
 def resolve_attention(requested: str, caps: DeviceCaps, half: bool, packed: bool = False) -> str:
     """``auto``: FlashAttention-2 on a CUDA GPU in 16-bit when the package is installed; for
     packed causal-LM rows (``packed``) on CUDA ``ftl_varlen`` (``attention.py``: PyTorch's
-    variable-length flash kernel in 16-bit), so no dense block-diagonal mask is built; else
+    variable-length flash kernel in 16-bit), so no dense block-diagonal mask is built, where
+    the image's transformers can register it; else
     SDPA (on a CPU the per-example path measured slower than the dense mask,
     bench/RESULTS.md). All keep packed rows apart."""
     from . import attention
@@ -74,9 +78,11 @@ def resolve_attention(requested: str, caps: DeviceCaps, half: bool, packed: bool
         return attention.NAME
     if requested != "auto":
         return requested
-    if caps.cuda and half and flash_attention_available():
+    # FlashAttention-2 runs on Ampere or newer (compute capability 8.0+, its README), the
+    # GPUs DeviceCaps marks tf32; a V100 or T4 keeps SDPA.
+    if caps.cuda and caps.tf32 and half and flash_attention_available():
         return "flash_attention_2"
-    if packed and caps.cuda:
+    if packed and caps.cuda and attention.available():  # issue 34: not in transformers 4.44
         return attention.NAME
     return "sdpa"
 
@@ -100,10 +106,16 @@ def compile_default(hp: Hyperparameters, caps: DeviceCaps) -> bool:
     return bool(caps.cuda and hp.task == "sft" and hp.packing and hp.peft == "none" and not hp.fsdp)
 
 
-def resolve(hp: Hyperparameters, caps: DeviceCaps) -> Performance:
+def resolve(
+    hp: Hyperparameters, caps: DeviceCaps, smp_v1: Mapping[str, Any] | None = None
+) -> Performance:
+    """The settings for this device. ``smp_v1``: SMP v1's parameters when the Trainer takes
+    its SMP v1 path (``parallel.smp_v1_parameters``); precision then comes from them."""
     notes: list[str] = []
     bf16, fp16 = hp.bf16, hp.fp16
-    if bf16 is None and fp16 is None:
+    if smp_v1 is not None:
+        bf16, fp16 = smp_v1_precision(fp16, bf16, smp_v1, caps.cuda)
+    elif bf16 is None and fp16 is None:
         bf16, fp16 = caps.bf16, caps.cuda and not caps.bf16
     elif bf16 is None:
         bf16 = bool(caps.bf16 and not fp16)

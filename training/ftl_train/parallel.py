@@ -9,6 +9,10 @@ on other hosts (each gets the whole prefix back) reshards on load. Activation
 checkpointing is FSDP's own (``fsdp_config.activation_checkpointing``), not the Trainer's
 ``gradient_checkpointing``, which would all-gather twice in the backward pass.
 
+SMP v1 (``smdistributed.modelparallel``, issue 34): precision is SMP's own ``fp16``
+parameter (``smp_v1_precision``), and tensor parallelism needs the model created inside
+``smp.tensor_parallelism()`` (``smp_v1_model_creation``).
+
 SMP v2 (``torch.sagemaker``): the SageMaker SDK passes the ``smp`` distribution's
 parameters as ``mp_parameters``; the toolkit exports them as ``SM_HP_MP_PARAMETERS``.
 SMP v1 (``smdistributed.modelparallel``, MPI launch) is told apart by its ``partitions``
@@ -23,6 +27,7 @@ unsharded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Mapping
@@ -84,6 +89,88 @@ def check_fsdp_launch(args: Any) -> None:
             f"hyperparameter fsdp needs a distributed launch (torchrun; on a CPU more than one "
             f"process); this run has {args.world_size} process(es) and parallel mode "
             f"{args.parallel_mode.value}"
+        )
+
+
+# ---------------------------------------------------------------- SMP v1
+
+
+def smp_v1_parameters(environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """SMP v1's parameters when the HF Trainer takes its SMP v1 path, else None: as
+    transformers' ``is_sagemaker_mp_enabled`` reads it, ``partitions`` in
+    ``SM_HP_MP_PARAMETERS`` and ``sagemaker_mpi_enabled`` in ``SM_FRAMEWORK_PARAMS``."""
+    params = mp_parameters(environ)
+    if "partitions" not in params:
+        return None
+    try:
+        framework = json.loads(environ.get("SM_FRAMEWORK_PARAMS", "{}") or "{}")
+    except json.JSONDecodeError:
+        return None
+    if not (isinstance(framework, dict) and framework.get("sagemaker_mpi_enabled")):
+        return None
+    return params
+
+
+def smp_v1_precision(
+    fp16: bool | None, bf16: bool | None, params: Mapping[str, Any], cuda: bool
+) -> tuple[bool, bool]:
+    """(bf16, fp16) under SMP v1, from the hyperparameters and the SMP parameters.
+
+    transformers' Trainer (4.26, the SMP v1 image's) raises "SageMaker Model Parallelism
+    does not support BF16 yet" for ``bf16``, and with SMP >= 1.10 replaces ``fp16`` with
+    the SMP configuration's ``fp16`` (``smp.state.cfg.fp16``), which is where the SMP v1
+    documentation sets it ("fp16": true in the ``smdistributed.modelparallel``
+    parameters). So bf16 is never chosen, and a hyperparameter ``fp16`` that disagrees
+    with ``mp_parameters`` is an error rather than a setting the Trainer drops."""
+    smp_fp16 = bool(params.get("fp16", False))
+    if bf16 or params.get("bf16"):
+        raise HyperparameterError(
+            "bf16: SageMaker model parallelism v1 does not train in bfloat16 with the Hugging "
+            'Face Trainer; set "fp16": true in mp_parameters instead'
+        )
+    if fp16 is not None and bool(fp16) != smp_fp16:
+        raise HyperparameterError(
+            f"hyperparameter fp16={str(fp16).lower()} contradicts mp_parameters fp16="
+            f"{str(smp_fp16).lower()}: under SageMaker model parallelism v1 the Trainer trains "
+            "with the SMP configuration's fp16; set it in mp_parameters"
+        )
+    if smp_fp16 and not cuda:
+        raise HyperparameterError(
+            'mp_parameters "fp16": true needs a CUDA GPU (SageMaker model parallelism v1 '
+            "trains in float16 there); this device has none"
+        )
+    return False, smp_fp16
+
+
+def smp_v1_tensor_parallel_degree(environ: Mapping[str, str]) -> int:
+    params = smp_v1_parameters(environ) or {}
+    return int(params.get("tensor_parallel_degree", 1) or 1)
+
+
+def smp_v1_model_creation(environ: Mapping[str, str]) -> Any:
+    """The context the model is created in: ``smp.tensor_parallelism()`` when SMP v1 asks
+    for a tensor-parallel degree above 1, else nothing. SMP v1 distributes only the
+    modules created inside it or marked with ``smp.set_tensor_parallelism`` (the SMP v1
+    tensor-parallelism guide); the Trainer's ``smp.DistributedModel`` then splits them."""
+    degree = smp_v1_tensor_parallel_degree(environ)
+    if degree <= 1:
+        return contextlib.nullcontext()
+    import smdistributed.modelparallel.torch as smp  # type: ignore[import-not-found]
+
+    logger.info("SMP v1 tensor parallelism: degree %d, model created for it", degree)
+    return smp.tensor_parallelism()
+
+
+def check_tensor_parallel_heads(config: Any, degree: int) -> None:
+    """SMP v1 splits attention by heads: the head count must divide by the degree."""
+    if degree <= 1:
+        return
+    heads = getattr(config, "num_attention_heads", None) or getattr(config, "n_head", None)
+    if heads and int(heads) % degree:
+        raise HyperparameterError(
+            f"mp_parameters tensor_parallel_degree {degree} does not divide the model's "
+            f"{heads} attention heads ({getattr(config, 'model_type', 'model')}); pick a "
+            "degree that divides the head count or a model whose head count it divides"
         )
 
 

@@ -106,7 +106,7 @@ def prepare_run(
     sigterm = SigtermCheckpointCallback()
     sigterm.install()
     caps = caps or DeviceCaps.detect()
-    perf = resolve(hp, caps)
+    perf = resolve(hp, caps, parallel.smp_v1_parameters(environ))
     for note in perf.notes:
         logger.warning(note)
     lora.check_peft(hp, caps.cuda)
@@ -145,7 +145,11 @@ def prepare_run(
 
     set_seed(hp.seed)
     tsm = parallel.smp_v2_init(environ)  # after TrainingArguments set the process group up
-    model = load_model(hp, model_path, perf, task.model_kwargs)
+    with parallel.smp_v1_model_creation(environ):  # SMP v1 splits what is created here
+        model = load_model(hp, model_path, perf, task.model_kwargs)
+    parallel.check_tensor_parallel_heads(
+        model.config, parallel.smp_v1_tensor_parallel_degree(environ)
+    )
     model = lora.wrap(hp, model, perf.gradient_checkpointing)
     from .throughput import flops_per_token
 

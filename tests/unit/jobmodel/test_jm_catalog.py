@@ -80,9 +80,14 @@ def test_shipped_distributions(shipped: dict[str, jm.TemplateSpec]) -> None:
         "placement_strategy": "spread",
         "optimize": "speed",
         "ddp": True,
+        "fp16": True,  # issue 34: where SMP v1 reads it (the Trainer copies it)
     }
-    gpt = shipped["gpt-tp-sharded"].distribution.mp_parameters or {}
-    assert gpt["tensor_parallel_degree"] == 8 and gpt["shard_optimizer_state"] is True
+    gpt = shipped["gpt-tp-sharded"]
+    gpt_mp = gpt.distribution.mp_parameters or {}
+    assert gpt_mp["tensor_parallel_degree"] == 4 and gpt_mp["shard_optimizer_state"] is True
+    # gpt2-large's 20 heads divide by the degree (gpt2-xl's 25 did not divide by 8)
+    assert gpt.hyperparameters["model_name_or_path"] == "gpt2-large" and gpt_mp["fp16"] is True
+    assert "fp16" not in gpt.hyperparameters and "bf16" not in gpt.hyperparameters
     assert shipped["albert-mlm-pretrain"].input_mode == "FastFile"
     bert = shipped["bert-large-qa"]
     assert (bert.default_instance_type, bert.default_instance_count) == ("ml.p4d.24xlarge", 2)

@@ -115,3 +115,32 @@ def test_named_lists_match_the_catalog() -> None:
     for name in ("ml.g6e.2xlarge", "ml.g6e.12xlarge", "ml.g6e.48xlarge"):
         assert jm.INSTANCE_TYPES[name].accelerator == "nvidia-l40s"
         assert jm.INSTANCE_TYPES[name].local_nvme
+
+
+def test_every_gpu_the_catalog_names_has_a_family() -> None:
+    """Issue 34: one table of GPU family -> capabilities, covering every NVIDIA accelerator."""
+    from jobmodel.instances import GPU_FAMILIES, gpu_family
+
+    named = {it.accelerator for it in jm.INSTANCE_TYPES.values()}
+    assert {a for a in named if a.startswith("nvidia-")} == set(GPU_FAMILIES)
+    caps = {
+        a: (g.bf16, g.tf32, g.flash_attention, g.fp8)
+        for a, g in GPU_FAMILIES.items()
+        if a in ("nvidia-v100", "nvidia-t4", "nvidia-a100", "nvidia-l4", "nvidia-h100")
+    }
+    assert caps == {
+        "nvidia-v100": (False, False, False, False),
+        "nvidia-t4": (False, False, False, False),
+        "nvidia-a100": (True, True, True, False),
+        "nvidia-l4": (True, True, True, True),
+        "nvidia-h100": (True, True, True, True),
+    }
+    assert gpu_family("ml.p4d.24xlarge") is GPU_FAMILIES["nvidia-a100"]
+    assert gpu_family("ml.c5.xlarge") is None and gpu_family("ml.trn1.2xlarge") is None
+
+
+def test_every_shipped_template_runs_on_known_gpu_families() -> None:
+    from jobmodel.instances import gpu_family
+
+    for spec in jm.shipped_catalog().values():
+        assert all(gpu_family(t) is not None for t in spec.instance_types), spec.name

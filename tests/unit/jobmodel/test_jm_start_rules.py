@@ -63,7 +63,39 @@ def test_shipped_smp_v1_templates_carry_partitions(shipped: dict[str, jm.Templat
     for spec in smp:
         assert "partitions" in (spec.distribution.mp_parameters or {}), spec.name
     gpt = shipped["gpt-tp-sharded"].distribution.mp_parameters or {}
-    assert gpt["partitions"] == 1 and gpt["tensor_parallel_degree"] == 8
+    assert gpt["partitions"] == 1 and gpt["tensor_parallel_degree"] == 4
+
+
+# -- issue 34: SMP v1 precision is SMP's own fp16, never bf16 -------------------------
+
+
+@pytest.mark.parametrize(
+    "mp_extra, hp_extra, words",
+    [
+        ({"bf16": True}, {}, "does not train in bf16"),
+        ({}, {"bf16": True}, "does not train in bf16"),
+        ({"fp16": False}, {"fp16": True}, "contradicts mp_parameters fp16 False"),
+        ({"fp16": True}, {"fp16": False}, "contradicts mp_parameters fp16 True"),
+    ],
+)
+def test_smp_v1_precision_is_set_where_smp_reads_it(
+    shipped: dict[str, jm.TemplateSpec], mp_extra: dict, hp_extra: dict, words: str
+) -> None:
+    """The Trainer refuses bf16 with SMP v1 and trains with the SMP configuration's fp16
+    (SMP >= 1.10): a template must not ask for either elsewhere."""
+    for name in ("roberta-large-mnli-mp", "gpt-tp-sharded"):
+        base = shipped[name]
+        params = {**(base.distribution.mp_parameters or {}), **mp_extra}
+        spec = dataclasses.replace(
+            _with_mp(base, params), hyperparameters={**base.hyperparameters, **hp_extra}
+        )
+        err = _rule(spec)
+        assert err.rule == "smp-parameters" and words in err.message, err.message
+    agreeing = dataclasses.replace(
+        shipped["gpt-tp-sharded"],
+        hyperparameters={**shipped["gpt-tp-sharded"].hyperparameters, "fp16": True},
+    )
+    jm.validate_template(agreeing, require_image=False)
 
 
 def test_smp_v1_alias_must_agree(shipped: dict[str, jm.TemplateSpec]) -> None:

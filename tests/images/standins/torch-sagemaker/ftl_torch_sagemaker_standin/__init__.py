@@ -16,8 +16,11 @@ image do not add to (neither imports ``torch.sagemaker``):
   ``random_seed`` seeds torch. Ranks come from ``torch.distributed`` when it is initialised,
   else ``RANK``/``WORLD_SIZE``/``LOCAL_RANK``.
 - ``transform(model, device=None, dtype=None, delayed_param=False, config=None, ...)``:
-  requires ``init`` first, moves/casts the model when asked and returns the same model,
-  unchanged otherwise. ``state.transformed`` records that it ran and on which class.
+  requires ``init`` first; with ``tensor_parallel_degree`` > 1 refuses a degree that does
+  not divide the world size and a model family SMP v2's tensor parallelism does not support
+  (``_check_tensor_parallel``, with its documentation); moves/casts the model when asked and
+  returns the same model, unchanged otherwise. ``state.transformed`` records that it ran
+  and on which class.
 - ``state``: ``initialized``, ``config``, ``requested``, ``rank``, ``world_size``,
   ``local_rank``, ``tp_size``/``tp_rank`` (1/0), ``cp_size``, ``ep_size``,
   ``hybrid_shard_degree``, ``sm_activation_offloading``, ``activation_loading_horizon``,
@@ -34,8 +37,7 @@ What it does NOT prove:
   (``sm_activation_offloading``, ``activation_loading_horizon``), delayed parameter
   initialisation, its distributed checkpointing, FP8/mixed-precision kernels;
 - any GPU, NCCL, EFA or multi-host behaviour;
-- that the real library accepts these parameters with this world size (it checks degrees
-  against the world size; this does not) or the real library's API drift across releases.
+- any check of the real library beyond those above, or its API drift across releases.
 """
 
 from __future__ import annotations
@@ -157,6 +159,33 @@ def is_initialized() -> bool:
     return state.initialized
 
 
+# SageMaker Developer Guide, SMP v2 "Tensor parallelism", section "Hugging Face Transformer
+# models compatible with the SMP tensor parallelism": GPT-NeoX, Llama 2, Llama 3, Mistral 7B,
+# Mixtral 8x7B and 8x22B (transformers model types below).
+TENSOR_PARALLEL_MODEL_TYPES = frozenset({"gpt_neox", "llama", "mistral", "mixtral"})
+
+
+def _check_tensor_parallel(model: Any) -> None:
+    """Same guide, "Configure tensor parallelism": the degree must divide the number of GPUs
+    in the cluster (the world size); only the model families above have SMP's
+    tensor-parallel implementation."""
+    degree = int(state.config.get("tensor_parallel_degree", 1) or 1)
+    if degree <= 1:
+        return
+    if state.world_size % degree:
+        raise ValueError(
+            f"torch.sagemaker.transform: tensor_parallel_degree {degree} does not divide the "
+            f"world size {state.world_size}"
+        )
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type not in TENSOR_PARALLEL_MODEL_TYPES:
+        raise ValueError(
+            f"torch.sagemaker.transform: tensor parallelism supports the model types "
+            f"{', '.join(sorted(TENSOR_PARALLEL_MODEL_TYPES))}, not {model_type!r}"
+        )
+    _trace("tensor_parallel", degree=degree, model_type=model_type, world_size=state.world_size)
+
+
 def transform(
     model: Any,
     device: Any = None,
@@ -166,9 +195,11 @@ def transform(
     load_state_dict_from_rank0: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """``torch.sagemaker.transform``: the same model (no tensor-parallel swap here)."""
+    """``torch.sagemaker.transform``: the same model (no tensor-parallel swap here), after the
+    checks SMP v2 documents for tensor parallelism (``_check_tensor_parallel``)."""
     if not state.initialized:
         raise RuntimeError("torch.sagemaker.transform: call torch.sagemaker.init() first")
+    _check_tensor_parallel(model)
     if dtype is not None:
         model = model.to(dtype=dtype)
     if device is not None:

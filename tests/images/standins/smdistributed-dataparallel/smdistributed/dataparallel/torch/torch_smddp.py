@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import os
 import socket
 from typing import Any
@@ -136,8 +137,56 @@ def _patch_all_gather_into_tensor() -> None:
     dist.all_gather_into_tensor = all_gather_into_tensor  # type: ignore[assignment]
 
 
+def _smddp_enabled() -> bool:
+    try:
+        params = json.loads(os.environ.get("SM_FRAMEWORK_PARAMS", "") or "{}")
+    except json.JSONDecodeError:
+        return False
+    return bool(
+        isinstance(params, dict) and params.get("sagemaker_distributed_dataparallel_enabled")
+    )
+
+
+def _patch_init_process_group() -> None:
+    """The job's process group must be smddp's. The SMDDP guide's one script change for
+    PyTorch is ``import smdistributed.dataparallel.torch.torch_smddp`` then
+    ``init_process_group(backend="smddp")``; a job that enabled smddp
+    (``sagemaker_distributed_dataparallel_enabled`` in SM_FRAMEWORK_PARAMS) but set up
+    another backend would train without the library, silently. This stand-in refuses that
+    (a test check, not the real library's), and traces the backend it got."""
+    original = dist.init_process_group
+    if getattr(original, "_ftl_smddp_standin", False):
+        return
+
+    @functools.wraps(original)
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        backend = kwargs.get("backend", args[0] if args else None)
+        name = str(backend).lower() if backend is not None else None
+        _trace("init_process_group", backend=name)
+        if _smddp_enabled() and name != BACKEND:
+            raise RuntimeError(
+                f"smddp stand-in: this job enabled smddp but the process group backend is "
+                f"{name!r}, not 'smddp'"
+            )
+        return original(*args, **kwargs)
+
+    init_process_group._ftl_smddp_standin = True  # type: ignore[attr-defined]
+    dist.init_process_group = init_process_group  # type: ignore[assignment]
+
+
 _filled = _fill_environment()
 _register()
 _patch_ddp_for_cpu_modules()
 _patch_all_gather_into_tensor()
-_trace("import torch_smddp", filled_environment=_filled, torch=torch.__version__)
+_patch_init_process_group()
+_trace(
+    "import torch_smddp",
+    filled_environment=_filled,
+    torch=torch.__version__,
+    # set by the toolkit's smddp launch line (mpirun -x ...; the matrix's shim exports them)
+    launch_flags={
+        k: os.environ[k]
+        for k in ("SMDATAPARALLEL_USE_SINGLENODE", "SMDATAPARALLEL_USE_HOMOGENEOUS", "FI_PROVIDER")
+        if k in os.environ
+    },
+)

@@ -20,9 +20,12 @@ See ``smdistributed.modelparallel`` for what this does not prove. Implemented:
   ``smp.resume_from_checkpoint`` (full: ``<path>/<tag>`` into the DistributedModel);
 - ``smp.barrier``, ``smp.allgather`` ([obj]), ``smp.broadcast``, ``smp.CommGroup``,
   ``smp.RankType`` and their ``WORLD``/``MP_GROUP``/``DP_GROUP``/... aliases;
-- no-op context managers ``partition``, ``tensor_parallelism``, ``model_creation``,
-  ``delay_param_initialization``, and ``set_activation_checkpointing``,
-  ``tp_register_with_module``.
+- ``tensor_parallelism()``/``model_creation(tensor_parallelism=True)`` mark the modules
+  created inside, ``set_tensor_parallelism`` marks a module; ``DistributedModel`` records
+  the split of the marked layers of a supported model and refuses a head count the degree
+  does not divide (``tensor_parallel.py``); ``tp_size()`` etc. are the configuration's;
+- no-op context managers ``partition``, ``delay_param_initialization``, and
+  ``set_activation_checkpointing``, ``tp_register_with_module``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import exceptions, model  # noqa: F401  (smp.model.DistributedModel)
+from . import tensor_parallel as _tp
 from .checkpoint import load, resume_from_checkpoint, save, save_checkpoint
 from .model import DistributedModel
 from .optimizer import DistributedOptimizer
@@ -56,6 +60,7 @@ from .state import (
     rank,
     rdp_rank,
     rdp_size,
+    reset,
     size,
     state,
     tp_rank,
@@ -93,9 +98,11 @@ __all__ = [
     "rank",
     "rdp_rank",
     "rdp_size",
+    "reset",
     "resume_from_checkpoint",
     "save",
     "save_checkpoint",
+    "set_tensor_parallelism",
     "size",
     "state",
     "step",
@@ -154,11 +161,18 @@ def partition(index: int) -> Any:
 
 
 def tensor_parallelism(enabled: bool = True, **config: Any) -> Any:
-    return _noop("tensor_parallelism", enabled=enabled)
+    """Modules created inside are marked for tensor parallelism (``tensor_parallel.py``)."""
+    trace("tensor_parallelism", enabled=enabled)
+    return _tp.creating(enabled)
+
+
+def set_tensor_parallelism(module: Any, enabled: bool = True, **config: Any) -> None:
+    _tp.mark(module, enabled)
 
 
 def model_creation(tensor_parallelism: bool = False, dtype: Any = None, **config: Any) -> Any:
-    return _noop("model_creation", tensor_parallelism=tensor_parallelism, dtype=dtype)
+    trace("model_creation", tensor_parallelism=tensor_parallelism, dtype=dtype)
+    return _tp.creating(tensor_parallelism)
 
 
 def delay_param_initialization(enabled: bool = True) -> Any:

@@ -43,6 +43,9 @@ class DistributedModel(torch.nn.Module):
         self.partitioned = False
         self._post_step_hooks: list[Any] = []
         self._post_partition_hooks: list[Any] = []
+        from . import tensor_parallel
+
+        self._tp_layers = tensor_parallel.split(module)
         state.model = self
         trace(
             "DistributedModel",
@@ -147,10 +150,11 @@ class DistributedModel(torch.nn.Module):
         return self.module.named_modules()
 
     def distributed_modules(self) -> Iterator[torch.nn.Module]:
-        return iter(())
+        """The tensor-parallel layers (split by ``tensor_parallel.split``)."""
+        return (self.module.get_submodule(name) for name in self._tp_layers)
 
     def is_distributed_parameter(self, param: Any) -> bool:
-        return False
+        return any(param is p for m in self.distributed_modules() for p in m.parameters())
 
     def is_distributed_buffer(self, buf: Any) -> bool:
         return False
