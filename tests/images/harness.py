@@ -295,6 +295,25 @@ def complete_checkpoints(folder: Path) -> list:
     )
 
 
+def best_model_state(folder: Path, log: str) -> dict:
+    """What the newest checkpoint's ``trainer_state.json`` records about the best model, and
+    which checkpoint the run's end loaded (issue 34: ranks disagreed on it and hung)."""
+    steps = sorted(
+        (int(p.name.split("-")[1]), p)
+        for p in folder.glob("checkpoint-*")
+        if (p / "trainer_state.json").exists()
+    )
+    state = json.loads((steps[-1][1] / "trainer_state.json").read_text()) if steps else {}
+    loaded = re.search(r"Loading best model from (\S+)", log)
+    return {
+        "newest": steps[-1][1].name if steps else None,
+        "best_metric": state.get("best_metric"),
+        "best_global_step": state.get("best_global_step"),
+        "best_model_checkpoint": state.get("best_model_checkpoint"),
+        "loaded": loaded.group(1) if loaded else None,
+    }
+
+
 def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     work = Path(spec["work"])
@@ -334,6 +353,7 @@ def main(spec_path: str) -> int:
             "first": {k: v for k, v in first.items() if k != "log"},
             "second": {k: v for k, v in second.items() if k != "log"},
             "checkpoints_after_sigterm": checkpoints_after_sigterm,
+            "best_model": best_model_state(work / "checkpoints", second["log"]),
             "resumed_from": resumed.group(1) if resumed else None,
             "losses": losses,
             "losses_finite": bool(losses) and all(math.isfinite(x) for x in losses),

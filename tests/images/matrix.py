@@ -15,6 +15,12 @@ of ``training/`` instead of the S3 asset):
   ``save_steps``, and ``eval_steps`` where the template sets one;
 * SMP parameters a CPU run cannot keep (a row's ``mp_overrides``: fp16, and tensor-parallel
   degrees the tiny model's heads and the CPU's ranks divide).
+
+Every template with a validation channel evaluates (``eval_steps`` is ``save_steps`` unless
+the template sets it, and the override then sets it to the same value) and saves at steps 5
+and 10 of the resumed run, so the best-model reload happens after a resume. The last step
+(``max_steps``) is itself an evaluation and a save, the state in which transformers 5.x
+recorded a best checkpoint on some ranks only and the FSDP job hung (issue 34).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 # knows for GPUs only (ftl_train/throughput.py). Printed on a GPU (bench/RESULTS.md, the GPU run).
 GPU_ONLY_METRICS = frozenset({"train_mfu"})
 
-STEP_OVERRIDES: dict[str, Any] = {"max_steps": 12, "logging_steps": 1, "save_steps": 5}
+STEP_OVERRIDES: dict[str, Any] = {"max_steps": 10, "logging_steps": 1, "save_steps": 5}
 # ``eval_steps`` is overridden only where the template sets it: a template that leaves it to
 # the entrypoint's default (save_steps) trains with that default.
 EVAL_STEPS_OVERRIDE = 5

@@ -104,6 +104,7 @@ def run_template(name: str, work: Path) -> dict[str, Any]:
     report["trace"] = (
         [json.loads(x) for x in trace.read_text().splitlines()] if trace.exists() else []
     )
+    report["channels"] = channels
     return report
 
 
@@ -172,6 +173,15 @@ def test_template_trains_in_its_image(name: str, tmp_path: Path) -> None:
     assert report["resumed_from"], logs
     assert report["final_step"] == report["max_steps"], logs
     assert report["losses_finite"], logs
+    if "validation" in report["channels"]:
+        # Issue 34: the resumed run evaluated and saved, recorded its best checkpoint (the
+        # folder of the best step, where the release records the step) and loaded it at
+        # the end on every rank: a rank left waiting would have hung the run.
+        best = report["best_model"]
+        assert best["best_metric"] is not None and best["best_model_checkpoint"], best
+        if best["best_global_step"] is not None:
+            assert best["best_model_checkpoint"].endswith(f"-{best['best_global_step']}"), best
+        assert best["loaded"] == best["best_model_checkpoint"], (best, logs)
     assert set(report["metrics_missing"]) <= GPU_ONLY_METRICS, (report["metrics_missing"], logs)
     files = set(report["model_files"])
     assert files & {

@@ -1,6 +1,7 @@
 """Which checkpoint folders count as complete, and which old ones are deleted."""
 
 import json
+import os
 
 from ftl_train import checkpoints as C
 
@@ -103,3 +104,18 @@ def test_weights_saved_under_legacy_names_are_restored(tmp_path):
     assert n == sum(1 for k in legacy if k.endswith((".gamma", ".beta")))
     assert all(torch.equal(model.state_dict()[k], trained[k]) for k in trained)
     assert restore_renamed_weights(model, str(tmp_path / "missing")) == 0
+
+
+def test_best_checkpoint_is_derived_from_the_steps_not_from_a_race(tmp_path):
+    # Issue 34: the step being saved names its own folder before anything has written it;
+    # an older best step names its folder while it is there (a null recorded by the racy
+    # check is repaired); without a best step the recorded value stands.
+    run = str(tmp_path)
+    here = os.path.join(run, "checkpoint-40")
+    assert C.best_checkpoint(run, 40, 40, None) == here
+    assert C.best_checkpoint(run, 40, 40, os.path.join(run, "checkpoint-20")) == here
+    assert C.best_checkpoint(run, 20, 40, None) is None  # no folder: nothing to load
+    os.makedirs(os.path.join(run, "checkpoint-20"))
+    assert C.best_checkpoint(run, 20, 40, None) == os.path.join(run, "checkpoint-20")
+    assert C.best_checkpoint(run, None, 40, "kept") == "kept"
+    assert C.best_checkpoint(run, 0, 40, None) is None

@@ -350,6 +350,7 @@ def test_training_arguments_under_older_names(caplog):
         "warmup_steps",
         "logging_dir",
         "learning_rate",
+        "xpu_backend",
     }
     with caplog.at_level(logging.INFO, logger="ftl_train"):
         kw = compat.training_arguments_kwargs(NEW, fields_426)
@@ -360,14 +361,37 @@ def test_training_arguments_under_older_names(caplog):
         "warmup_ratio": 0.1,
         "logging_dir": "/opt/ml/output/tensorboard",
         "learning_rate": 1e-4,
+        "xpu_backend": "nccl",
     }
-    for gone in ("save_safetensors", "ddp_backend", "activation_checkpointing_kwargs"):
+    for gone in ("save_safetensors", "activation_checkpointing_kwargs"):
         assert f"no TrainingArguments.{gone}" in caplog.text
 
     fields_449 = fields_426 | {"eval_strategy", "use_cpu", "gradient_checkpointing_kwargs"}
     kw = compat.training_arguments_kwargs(NEW, fields_449 - {"evaluation_strategy", "no_cuda"})
     assert kw["eval_strategy"] == "steps" and kw["use_cpu"] is True
     assert kw["gradient_checkpointing_kwargs"] == {"use_reentrant": False}
+
+
+@pytest.mark.parametrize("field", ["ddp_backend", "learning_rate", "use_liger_kernel"])
+def test_an_unknown_missing_field_stops_the_run_naming_it(field):
+    # Issue 34: a setting this transformers lacks, which compat neither renames nor knows as
+    # version-dependent, is an error (the image matrix runs every image), not an INFO line.
+    fields = compat.training_fields() - {field, compat._RENAMED_FIELDS.get(field)}
+    with pytest.raises(compat.CompatError, match=rf"TrainingArguments\.{field}: transformers"):
+        compat.training_arguments_kwargs({**NEW, field: True}, fields)
+
+
+def test_version_dependent_fields_are_left_out_only_where_a_release_lacks_them(caplog):
+    fields = compat.training_fields() | set(compat.VERSION_DEPENDENT_FIELDS)
+    with caplog.at_level(logging.INFO, logger="ftl_train"):
+        kw = compat.training_arguments_kwargs(
+            dict.fromkeys(compat.VERSION_DEPENDENT_FIELDS), fields
+        )
+    assert set(kw) == set(compat.VERSION_DEPENDENT_FIELDS) and "left out" not in caplog.text
+    kw = compat.training_arguments_kwargs(
+        dict.fromkeys(compat.VERSION_DEPENDENT_FIELDS), {"learning_rate"}
+    )
+    assert kw == {}
 
 
 def test_the_real_training_arguments_have_every_name_compat_maps_to():

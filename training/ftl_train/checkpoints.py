@@ -167,6 +167,30 @@ def mark_complete(path: str, extra: dict | None = None) -> None:
     os.replace(tmp, os.path.join(path, COMPLETE_MARKER))
 
 
+def best_checkpoint(
+    run_dir: str, best_step: int | None, saving_step: int, recorded: str | None
+) -> str | None:
+    """The best checkpoint's folder, from the step whose evaluation was best (issue 34).
+
+    transformers 5.x records ``best_global_step`` at each evaluation and, while saving,
+    points ``best_model_checkpoint`` at ``checkpoint-<best_global_step>`` only if that folder
+    already exists. Under FSDP with sharded checkpoints nothing has written the folder at
+    that moment when the step being saved is the best one, and every rank creates it soon
+    after: ranks that look first keep the old value (``None`` on a first best), later ones
+    take the new path, so they disagree on loading the best model at the end and the job
+    hangs in a collective. The path is a function of steps every rank holds identically, so
+    it is computed here instead of looked up: the step being saved names its own folder, an
+    older best step names its folder if it is still there (a state saved by the racy check
+    is repaired on the next save). Without a best step the recorded value stands.
+    """
+    if not best_step:
+        return recorded
+    path = os.path.join(run_dir, f"{PREFIX}-{best_step}")
+    if best_step == saving_step or os.path.isdir(path):
+        return path
+    return recorded
+
+
 def rotate(
     checkpoint_dir: str, keep: int | None, best: str | None = None, saving_process: bool = True
 ) -> list[str]:

@@ -347,6 +347,20 @@ _RENAMED_FIELDS = {
 }
 
 
+# Fields some supported release lacks, and what leaving them out means there (issue 34: any
+# other missing field stops the run, so a setting cannot quietly disappear on a new image).
+VERSION_DEPENDENT_FIELDS = {
+    "save_safetensors": "gone in 5 (always safetensors); 4.26 writes pytorch_model.bin",
+    "logging_dir": "gone in 5, which reads TENSORBOARD_LOGGING_DIR (set as well)",
+    "fsdp_config": "missing in 4.26, where no FSDP template runs",
+    "activation_checkpointing_kwargs": "missing in 4.26: reentrant checkpointing",
+}
+
+
+class CompatError(RuntimeError):
+    """A setting this transformers lacks that compat does not know as version-dependent."""
+
+
 def training_arguments_kwargs(kw: Mapping[str, Any], fields: set[str]) -> dict[str, Any]:
     """``TrainingArguments`` keywords, written with the newest names, for this release.
 
@@ -356,9 +370,9 @@ def training_arguments_kwargs(kw: Mapping[str, Any], fields: set[str]) -> dict[s
       ``ddp_backend`` < 4.27 ``xpu_backend``, which only a CPU run reads);
     * ``warmup_ratio``: transformers 5 dropped it, and its ``warmup_steps`` takes a float
       below 1 as a ratio;
-    * anything else this release lacks is left out, logged (``save_safetensors``, gone in 5
-      and missing in 4.26, which writes ``pytorch_model.bin``; ``logging_dir``, gone in 5;
-      ``fsdp_config``, ``use_liger_kernel``, ``gradient_checkpointing_kwargs`` missing in 4.26).
+    * a field in ``VERSION_DEPENDENT_FIELDS`` that this release lacks is left out, logged;
+    * any other missing field raises ``CompatError`` naming it (issue 34): the image matrix
+      runs every image the catalog names, so a new image that drops a setting fails there.
     """
     out: dict[str, Any] = {}
     for key, value in kw.items():
@@ -368,6 +382,15 @@ def training_arguments_kwargs(kw: Mapping[str, Any], fields: set[str]) -> dict[s
         if name == "warmup_ratio" and name not in fields and "warmup_steps" in fields:
             name = "warmup_steps"
         if name not in fields:
+            if key not in VERSION_DEPENDENT_FIELDS:
+                import transformers
+
+                raise CompatError(
+                    f"TrainingArguments.{key}: transformers {transformers.__version__} has no "
+                    "such field (nor an older name for it) and ftl_train/compat.py does not "
+                    "list it in VERSION_DEPENDENT_FIELDS; decide there how this release "
+                    "spells the setting or why leaving it out is right"
+                )
             logger.info("this transformers version has no TrainingArguments.%s; left out", key)
             continue
         out[name] = value

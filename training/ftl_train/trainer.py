@@ -258,6 +258,14 @@ class FtlTrainer(Trainer):
 
     # -- checkpoints that can be told complete, rotated only once complete
     def _save_checkpoint(self, model: Any, trial: Any, *args: Any, **kwargs: Any) -> None:
+        run_dir = self._get_output_dir(trial=trial)
+        if hasattr(self.state, "best_global_step"):  # transformers 5.x: see best_checkpoint
+            self.state.best_model_checkpoint = checkpoints.best_checkpoint(
+                run_dir,
+                self.state.best_global_step,
+                self.state.global_step,
+                self.state.best_model_checkpoint,
+            )
         limit = self.args.save_total_limit
         self.args.save_total_limit = (
             None  # the Trainer's own rotation would count half-written folders
@@ -266,7 +274,6 @@ class FtlTrainer(Trainer):
             super()._save_checkpoint(model, trial, *args, **kwargs)
         finally:
             self.args.save_total_limit = limit
-        run_dir = self._get_output_dir(trial=trial)
         path = os.path.join(run_dir, f"{checkpoints.PREFIX}-{self.state.global_step}")
         # Every process has written its files (RNG states are per process) before the marker.
         self.ftl_barrier()
@@ -285,3 +292,31 @@ class FtlTrainer(Trainer):
                 run_dir, limit, self.state.best_model_checkpoint, saving_process=False
             )
         self.ftl_barrier()
+        self._ftl_agree_on_best()
+
+    def _ftl_agree_on_best(self) -> None:
+        """Every process takes the saving process's best checkpoint, the one its
+        ``trainer_state.json`` records: whether the best model is loaded at the end is decided
+        once for the whole job (loading it under FSDP is a collective, and a process that
+        skips it leaves the others waiting; issue 34). transformers 4.x records the best
+        checkpoint from the evaluation itself, the same on every process: nothing to do. A
+        process group of another backend (smddp) is left alone; ``best_checkpoint`` already
+        gives every process the same path."""
+        if not hasattr(self.state, "best_global_step") or self.args.world_size <= 1:
+            return
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            return
+        backend = str(dist.get_backend())  # "nccl", or "cuda:nccl,cpu:gloo" and the like
+        if "gloo" not in backend and "nccl" not in backend:
+            return
+        box = [self.state.best_model_checkpoint]
+        dist.broadcast_object_list(box, src=0)
+        if box[0] != self.state.best_model_checkpoint:
+            logger.warning(
+                "best checkpoint %s here, %s on the saving process: taking the latter",
+                self.state.best_model_checkpoint,
+                box[0],
+            )
+        self.state.best_model_checkpoint = box[0]
