@@ -23,7 +23,18 @@ TOP_LEVEL: dict[str, set[str]] = {
     "regions": set(),
     "teams": {"contract"},
     "platform": {"contract", "_rules"},
-    "render": {"contract", "templates", "requests", "platform", "_rules", "instances"},
+    "locations": {"contract", "platform", "_rules"},
+    "render": {
+        "contract",
+        "templates",
+        "requests",
+        "platform",
+        "_rules",
+        "instances",
+        "locations",
+        "capacity",
+        "after_training",
+    },
     "fleet_metrics": {"money", "jobs"},
 }
 

@@ -84,7 +84,12 @@ class Launcher:
         self.records = Records(ledger=self.ledger, writer=self.writer, effects=self.effects)
         self.views = JobViews(settings=runtime, clock=self.clock)
         # How claimed jobs get capacity: chosen once, from the scheduler configuration.
-        starts = StartRecorder(runtime=runtime, records=self.records, clock=self.clock)
+        self.queue = QueueFlow(
+            settings=runtime, ledger=self.ledger, records=self.records, clock=self.clock
+        )
+        starts = StartRecorder(
+            runtime=runtime, records=self.records, clock=self.clock, queue=self.queue
+        )
         self.backends = Backends(host=starts, scheduler=runtime.scheduler)
         self.backend: Backend = self.backends.chosen
         self._compose(runtime)
@@ -105,10 +110,7 @@ class Launcher:
         """The flows, each given what it uses."""
         records, clock, backends = self.records, self.clock, self.backends
         self.quota_gate = QuotaGate(settings=runtime)
-        self.queue = QueueFlow(settings=runtime, ledger=self.ledger, records=records, clock=clock)
-        self.chains = ChainFlow(
-            settings=runtime, records=records, clock=clock, backends=backends, queue=self.queue
-        )
+        self.chains = ChainFlow(settings=runtime, records=records, clock=clock, backends=backends)
         self.care = CareFlow(
             ledger=self.ledger,
             records=records,
@@ -135,8 +137,8 @@ class Launcher:
             signer=self.signer,
             clock=clock,
             views=self.views,
+            backends=backends,
             chains=self.chains,
-            queue=self.queue,
             care=self.care,
         )
         self.callers = CallerFlow(settings=runtime, usage=self.usage)

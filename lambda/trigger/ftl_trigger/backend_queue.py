@@ -8,22 +8,26 @@ frees. The 10 KiB payload limit is checked before the claim (:meth:`QueueBackend
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger import batch as service_jobs
 from ftl_trigger.starts import record_pending
+from jobmodel import TERMINAL_STATUSES
 from jobmodel.contract.errors import JobModelError, UpstreamError
 from jobmodel.contract.names import timestamp
 from jobmodel.contract.statuses import Status
+from jobmodel.jobs import attempts as A
 from jobmodel.jobs.attempts import current_training_job
 from jobmodel.jobs.queue_state import classify_reason
 from jobmodel.jobs.record import Change
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_trigger.backend import Host
+    from ftl_trigger.identity import Caller
+    from ftl_trigger.queue_look import QueueSpot
 
 __all__ = ["QueueBackend", "epoch_ms", "is_queued_job"]
 
@@ -82,6 +86,31 @@ class QueueBackend:
         queue = str(self.host.rt.scheduler.job_queue_arn)
         found = service_jobs.find_by_name(self.host.rt.batch, queue, current_training_job(job))
         return job if found is None else self._record_queued(job, found)
+
+    def refresh(self, job: dict[str, Any]) -> tuple[dict[str, Any], QueueSpot | None]:
+        """From Batch while the job waits (with its place), then from SageMaker
+        (``queue_flow.QueueFlow.refresh_queued``)."""
+        refreshed: tuple[dict[str, Any], QueueSpot | None] = self.host.queue.refresh_queued(job)
+        return refreshed
+
+    def catch_up(self, job: dict[str, Any]) -> dict[str, Any]:
+        """A live chained job with no attempt pending: Batch's end of its attempt may be held
+        (``jobmodel.jobs.held_end``), so DescribeServiceJob and DescribeTrainingJob say whether
+        it ended for want of capacity (the next attempt then starts) or ends the job."""
+        if job["status"] in TERMINAL_STATUSES or not A.chained(job) or job.get("chain_pending"):
+            return job
+        looked: dict[str, Any] = self.host.queue.refresh_queued(job)[0]
+        return looked
+
+    def stop(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """TerminateServiceJob (``queue_flow.QueueFlow.stop_queued``)."""
+        stopped: dict[str, Any] = self.host.queue.stop_queued(job, caller)
+        return stopped
+
+    def positions(self, items: Sequence[Mapping[str, Any]]) -> dict[str, QueueSpot]:
+        """One look at the queue for a page that holds a waiting job."""
+        places: dict[str, QueueSpot] = self.host.queue.positions(items)
+        return places
 
     def _client(self, job: Mapping[str, Any]) -> Any:
         if self.host.rt.batch is None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
+from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backend import Backends
 from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
@@ -28,17 +29,13 @@ from ftl_trigger.records import Clock, Records, ledger_call
 from ftl_trigger.service_quotas import QuotaGate
 from ftl_trigger.views import JobViews
 from jobmodel import (
-    PlatformConfig,
-    TemplateSpec,
     ValidationError,
     checkpoint_s3_uri,
     make_job_name,
     output_s3_uri,
-    render_create_training_job,
     request_hash,
     validate_submit,
 )
-from jobmodel.after_training.tracking import TrackingConfig
 from jobmodel.capacity import chain as C
 from jobmodel.capacity.plans import SPOT
 from jobmodel.capacity.scheduler import SchedulerConfig
@@ -63,19 +60,12 @@ NAME_ATTEMPTS = 3
 MAX_RACES = 50
 
 
-class SubmitSettings(Protocol):
-    """What a submit reads of the runtime."""
+class SubmitSettings(RenderSettings, Protocol):
+    """What a submit reads of the runtime (and what rendering reads,
+    ``attempt_request.RenderSettings``)."""
 
-    catalog: Mapping[str, TemplateSpec]
-    platform: PlatformConfig
     scheduler: SchedulerConfig
     prices: Any  # a PriceTable or LivePrices: ``hourly(region, instance_type)``
-    team_roles: Mapping[str, str]
-    tracking: TrackingConfig  # the platform's MLflow servers (issue 27)
-
-    def track(
-        self, rendered: dict[str, Any], req: SubmitRequest, team: str | None, estimate: float | None
-    ) -> None: ...
 
     @property
     def random_hex(self) -> Callable[[], str]: ...
@@ -234,16 +224,17 @@ class SubmitFlow:
             team=team,
             reserve=C.ATTEMPT_SUFFIX_LEN if steps else 0,
         )
-        rendered = render_create_training_job(
+        # Attempt 1: a plain job's one step, or the chain's first.
+        rendered = attempt_request(
+            rt,
             req,
-            rt.catalog[req.template],
-            rt.platform,
+            C.Step.from_dict(steps[0]) if steps else None,
             job_name=name,
-            requested_by=caller.principal,
+            attempt=1,
             team=team,
-            role_arn=rt.team_roles.get(team) if team else None,
+            requested_by=caller.principal,
+            estimate=estimate,
         )
-        rt.track(rendered, req, team, estimate)  # issue 27: the MLflow environment
         created_at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
         job = {
             "job_name": name,
@@ -270,19 +261,15 @@ class SubmitFlow:
             CL.CARE: CL.CARE_VALUE,  # claimed: in the sweep's index until it starts or ends
         }
         if steps:
-            # A chained job: the base request, its steps and attempt 1; the job's rendered
-            # request is the current attempt's (jobmodel.jobs.attempts).
+            # A chained job: its steps and attempt 1; the job's rendered request is the
+            # current attempt's (jobmodel.jobs.attempts).
             job.update(
-                base_rendered=json.dumps(rendered, sort_keys=True),
                 chain=steps,
                 attempt=1,
                 attempts=[A.first_attempt(steps[0], name)],
                 spot=steps[0]["kind"] == SPOT,
                 instance_type=steps[0]["instance_types"][0],
             )
-            rendered = self.chains.attempt_request(job, 1)
-            job["rendered"] = json.dumps(rendered, sort_keys=True)
-            job["rendered_hash"] = request_hash(rendered)
         token = None
         if req.client_token is not None:
             token = {
