@@ -207,7 +207,8 @@ def _follow_statements(
 
 def grant_job_lookup(policy: iam.Policy) -> None:
     """Direct mode: a claimed job whose start went unanswered is looked for by name
-    (ftl_trigger/backend_direct.py). DescribeTrainingJob is granted only on jobs tagged by the
+    (ftl_trigger/backends/direct/backend.py).
+    DescribeTrainingJob is granted only on jobs tagged by the
     platform, so of a job that does not exist it answers AccessDenied, not "no such job";
     ListTrainingJobs (NameContains) says so. It supports no resource-level permissions: only
     "*" grants it (acknowledged with the quota read, ``grant_quota_read``)."""

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jobmodel as jm
-from ftl_trigger import batch
 from ftl_trigger.aws_operations import OPERATIONS
+from ftl_trigger.backends.queue import service_jobs as batch
 from jobmodel.capacity import chain as C
 from jobmodel.jobs import notifications as N
 from jobmodel.render import JobIdentity, render_attempt

@@ -136,7 +136,10 @@ def test_the_deployed_triggers_batch_client_reaches_the_stand_in(deployed, queue
     aws, batch = (fn.module.asset_modules[f"ftl_trigger.{m}"] for m in ("aws", "batch"))
     # ... and only it: the repository's own modules are still the ones a later import gets.
     assert sys.modules["jobmodel.contract.errors"] is jobmodel.contract.errors
-    assert "ftl_trigger.batch" not in sys.modules or sys.modules["ftl_trigger.batch"] is not batch
+    assert (
+        "ftl_trigger.backends.queue.service_jobs" not in sys.modules
+        or sys.modules["ftl_trigger.backends.queue.service_jobs"] is not batch
+    )
     assert Path(batch.__file__).is_relative_to(fn.code_dir)
     assert (fn.code_dir / "botocore_data" / "batch").is_dir()
     client = aws.session().create_client("batch", region_name=REGION)

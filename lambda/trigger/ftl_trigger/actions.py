@@ -29,7 +29,9 @@ from ftl_ledger.ledger import Ledger
 from ftl_ledger.notify import BudgetWatch
 from ftl_ledger.writer import JobWriter
 from ftl_trigger.adapters import Call
-from ftl_trigger.backend import Backend, Backends
+from ftl_trigger.backends import Backend, Backends
+from ftl_trigger.backends.host import StartRecorder
+from ftl_trigger.backends.queue.flow import QueueFlow
 from ftl_trigger.caller_flow import CallerFlow
 from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
@@ -38,11 +40,9 @@ from ftl_trigger.identity import Caller
 from ftl_trigger.job_flow import JobFlow
 from ftl_trigger.models_flow import ModelsFlow
 from ftl_trigger.paging import Signer
-from ftl_trigger.queue_flow import QueueFlow
 from ftl_trigger.records import Clock, Effects, Records
 from ftl_trigger.remote import map_aws_error
 from ftl_trigger.service_quotas import QuotaGate
-from ftl_trigger.starts import StartRecorder
 from ftl_trigger.submit import SubmitFlow
 from ftl_trigger.views import JobViews
 from jobmodel.contract.errors import ValidationError

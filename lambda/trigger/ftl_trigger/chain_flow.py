@@ -2,14 +2,14 @@
 start its attempts one after another through the backend, stop the chain.
 
 A chained job's attempts are started only here, each through the backend the job was claimed
-for (``ftl_trigger.backend``), so both schedulers run chains: in direct mode an attempt is a
+for (``ftl_trigger.backends``), so both schedulers run chains: in direct mode an attempt is a
 ``CreateTrainingJob``, in queue mode a new Batch service job (Batch's own retries of one
 attempt stay). An attempt that could not get capacity, when it fails to start or when
 SageMaker ends it for want of capacity (``jobmodel.jobs.attempts``), leaves the next one pending;
 :meth:`ChainFlow.advance_pending` starts it: at once after a failed start, from describe and
 status, and when the job-events function asks (the ``advance`` action, door ``chain``); a stop
 stops the job between the two attempts instead. A failed start's move to the next step is
-recorded by the backends' host (``starts.StartRecorder``).
+recorded by the backends' host (``backends.host.StartRecorder``).
 
 :class:`ChainFlow` is given the runtime's plans, prices and templates (``settings``), the
 records, the clock, the backends, and the queue flow (a queue-mode attempt is looked at as
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ftl_trigger.attempt_request import RenderSettings, record_attempt_request
-from ftl_trigger.backend import Backends
+from ftl_trigger.backends import Backends
 from ftl_trigger.records import Clock, Records
 from jobmodel.capacity import chain as C
 from jobmodel.capacity.plans import CapacityConfig

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ftl_trigger.backend import Backends
+from ftl_trigger.backends import Backends
+from ftl_trigger.backends.queue.look import QueueSpot
 from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.identity import Caller
 from ftl_trigger.paging import Signer
-from ftl_trigger.queue_look import QueueSpot
 from ftl_trigger.records import Clock, Records, ledger_call
 from ftl_trigger.views import JobViews
 from jobmodel import TERMINAL_STATUSES, NotFound, TemplateSpec, ValidationError

@@ -1,6 +1,6 @@
 """Submit: validate, check the team's limits, claim the job in the ledger, start it.
 
-Starting the claimed job is the backend's (``ftl_trigger.backend``: SageMaker's
+Starting the claimed job is the backend's (``ftl_trigger.backends``: SageMaker's
 ``CreateTrainingJob`` in direct mode, an AWS Batch service job in queue mode), chosen once
 from the scheduler configuration. Everything before it is the same.
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.attempt_request import RenderSettings, attempt_request
-from ftl_trigger.backend import Backends
+from ftl_trigger.backends import Backends
 from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError

@@ -10,10 +10,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ftl_trigger.backend_queue import epoch_ms, is_queued_job
-from ftl_trigger.queue_look import QueueSpot
+from ftl_trigger.backends.host import RECORD_PENDING
+from ftl_trigger.backends.queue.backend import epoch_ms, is_queued_job
+from ftl_trigger.backends.queue.look import QueueSpot
 from ftl_trigger.records import Clock
-from ftl_trigger.starts import RECORD_PENDING
 from jobmodel.after_training.tracking_job import run_view
 from jobmodel.capacity.scheduler import SchedulerConfig, share_of
 from jobmodel.contract.statuses import Status

@@ -1,8 +1,9 @@
 """The queue backend (``FTL_SCHEDULER=queue``, docs/QUEUE.md): an AWS Batch service job.
 
 The claimed job's rendered ``CreateTrainingJob`` request becomes a ``SubmitServiceJob`` on the
-platform's job queue (``ftl_trigger.batch``); Batch creates the training job when capacity
-frees. The 10 KiB payload limit is checked before the claim (:meth:`QueueBackend.check`).
+platform's job queue (``service_jobs``); Batch creates the training job when capacity frees.
+The 10 KiB payload limit is checked before the claim (:meth:`QueueBackend.check`). Describe,
+stop and list reach Batch through the queue flow (``flow.QueueFlow``), given by the host.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ftl_trigger.backends.host import record_pending
+
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
-from ftl_trigger import batch as service_jobs
-from ftl_trigger.starts import record_pending
+from ftl_trigger.backends.queue import service_jobs
 from jobmodel import TERMINAL_STATUSES
 from jobmodel.contract.errors import JobModelError, UpstreamError
 from jobmodel.contract.names import timestamp
@@ -25,9 +27,9 @@ from jobmodel.jobs.queue_state import classify_reason
 from jobmodel.jobs.record import Change
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ftl_trigger.backend import Host
+    from ftl_trigger.backends import Host
+    from ftl_trigger.backends.queue.look import QueueSpot
     from ftl_trigger.identity import Caller
-    from ftl_trigger.queue_look import QueueSpot
 
 __all__ = ["QueueBackend", "epoch_ms", "is_queued_job"]
 
@@ -89,7 +91,7 @@ class QueueBackend:
 
     def refresh(self, job: dict[str, Any]) -> tuple[dict[str, Any], QueueSpot | None]:
         """From Batch while the job waits (with its place), then from SageMaker
-        (``queue_flow.QueueFlow.refresh_queued``)."""
+        (``flow.QueueFlow.refresh_queued``)."""
         refreshed: tuple[dict[str, Any], QueueSpot | None] = self.host.queue.refresh_queued(job)
         return refreshed
 
@@ -103,7 +105,7 @@ class QueueBackend:
         return looked
 
     def stop(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
-        """TerminateServiceJob (``queue_flow.QueueFlow.stop_queued``)."""
+        """TerminateServiceJob (``flow.QueueFlow.stop_queued``)."""
         stopped: dict[str, Any] = self.host.queue.stop_queued(job, caller)
         return stopped
 
@@ -143,7 +145,7 @@ class QueueBackend:
     def _record_queued(self, job: dict[str, Any], queued: Mapping[str, Any]) -> dict[str, Any]:
         """Record that Batch queued the job (``queued``: ``{"jobId", "jobArn"}``); a ledger
         failure is logged, not raised: the job is queued whatever happens here, and the
-        answer says the record is still being written (``starts.record_pending``)."""
+        answer says the record is still being written (``host.record_pending``)."""
         now = self.host.rt.now()
         update = {
             "batch_job_id": queued["jobId"],

@@ -22,9 +22,9 @@ from jobmodel.jobs.record import Change
 from jobmodel.jobs.training_state import from_training_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ftl_trigger.backend import Host
+    from ftl_trigger.backends import Host
+    from ftl_trigger.backends.queue.look import QueueSpot
     from ftl_trigger.identity import Caller
-    from ftl_trigger.queue_look import QueueSpot
 
 __all__ = ["DirectBackend", "start_job"]
 

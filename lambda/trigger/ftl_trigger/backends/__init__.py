@@ -3,8 +3,9 @@
 A backend owns an attempt's life on its capacity: it checks and starts a claimed attempt
 (status ``Submitting``, from its rendered ``CreateTrainingJob`` request), recovers a claim
 whose answer was lost, refreshes and stops a started one, catches up on what its events may
-not have said, and gives a listed page's places in its queue. ``backend_direct`` calls
-SageMaker (``CreateTrainingJob``), ``backend_queue`` AWS Batch (a service job). The launcher
+not have said, and gives a listed page's places in its queue. ``direct/`` calls
+SageMaker (``CreateTrainingJob``), ``queue/`` AWS Batch (a service job); each folder holds
+everything its backend needs. The launcher
 chooses one, once, from the scheduler configuration (``FTL_SCHEDULER``, :func:`choose`);
 submit, a token's replay, describe, stop, list, a chain's ``advance`` and the repair of a
 stale ``Submitting`` use only this interface and never ask which mode a job runs in. Another
@@ -12,7 +13,7 @@ way to obtain capacity is another module with a class of this shape and one entr
 :data:`BACKENDS`.
 
 A backend's writes go through the launcher's one writer (``ftl_ledger.writer``), reached
-through the :class:`Host` the backend is given (``starts.StartRecorder``). :class:`Backends`
+through the :class:`Host` the backend is given (``host.StartRecorder``). :class:`Backends`
 holds the chosen backend and finds the one a job was claimed for.
 """
 
@@ -21,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ftl_trigger.backends.queue.look import QueueSpot
 from ftl_trigger.identity import Caller
-from ftl_trigger.queue_look import QueueSpot
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.errors import JobModelError, UpstreamError
 from jobmodel.jobs.record import Change, ChangeFor
@@ -32,10 +33,10 @@ __all__ = ["BACKENDS", "Backend", "Backends", "Host", "choose"]
 
 class Host(Protocol):
     """What a backend uses of the launcher: the runtime's clients and settings (``rt``) and
-    the recording of starts (``starts.StartRecorder``)."""
+    the recording of starts (``host.StartRecorder``)."""
 
     rt: Any  # ftl_trigger.dependencies.Runtime
-    queue: Any  # ftl_trigger.queue_flow.QueueFlow: queue mode's refresh and stop
+    queue: Any  # ftl_trigger.backends.queue.flow.QueueFlow: queue mode's refresh and stop
 
     def write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
 
@@ -122,8 +123,8 @@ class Backends:
 
 
 def _backends() -> dict[str, Callable[[Host], Backend]]:
-    from ftl_trigger.backend_direct import DirectBackend
-    from ftl_trigger.backend_queue import QueueBackend
+    from ftl_trigger.backends.direct.backend import DirectBackend
+    from ftl_trigger.backends.queue.backend import QueueBackend
 
     return {"direct": DirectBackend, "queue": QueueBackend}
 

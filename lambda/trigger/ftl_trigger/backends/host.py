@@ -42,7 +42,7 @@ class StartRecorder:
         self.rt = runtime
         self.records = records
         self.clock = clock
-        self.queue = queue  # queue_flow.QueueFlow: the queue backend's refresh and stop
+        self.queue = queue  # queue.flow.QueueFlow: the queue backend's refresh and stop
 
     def write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]:
         return self.records.write(job, change)
