@@ -197,17 +197,14 @@ def _stopping_condition(runtime_seconds: int, step: Step) -> dict[str, Any]:
     return stopping
 
 
-def _environment(
-    template: TemplateSpec, step: Step, tracking: dict[str, str] | None
-) -> dict[str, str]:
+def _environment(template: TemplateSpec, step: Step) -> dict[str, str]:
     """EFA's variables where every type the step may get has them, then the template's (a
     chain's step keeps EFA's own: the toolkit's runners set them again from the host's type,
-    SM_CURRENT_INSTANCE_TYPE), then the tracking environment."""
+    SM_CURRENT_INSTANCE_TYPE); the tracking environment goes on top."""
     common = [efa_environment(INSTANCE_TYPES[t]) for t in step.instance_types]
     env = {k: v for k, v in common[0].items() if all(c.get(k) == v for c in common)}
     own = template.environment
     env.update({k: v for k, v in own.items() if not (step.chained and k in EFA_VARIABLES)})
-    env.update(tracking or {})
     return env
 
 
@@ -269,8 +266,8 @@ def _tracking(
     tracking: AttemptTracking | None,
     job: JobIdentity,
     output: str,
-) -> dict[str, str] | None:
-    """The tracking environment of a tracked job's attempt (None: not tracked)."""
+) -> dict[str, str]:
+    """The tracking environment of a tracked job's attempt (empty: not tracked)."""
     if tracking is None or not tracked(
         req.tracking,
         template=template.name,
@@ -279,7 +276,7 @@ def _tracking(
         config=tracking.config,
         team=job.team,
     ):
-        return None
+        return {}
     return tracking_environment(
         tracking.config,
         platform=platform.platform_name,
@@ -355,8 +352,8 @@ def render_attempt(
         }
     out["EnableNetworkIsolation"] = template.network_isolation
     out["EnableInterContainerTrafficEncryption"] = template.inter_container_encryption
-    tracked_env = _tracking(req, template, platform, step, tracking, job, f"s3://{artifact}/")
-    environment = _environment(template, step, tracked_env)
+    environment = _environment(template, step)
+    environment.update(_tracking(req, template, platform, step, tracking, job, f"s3://{artifact}/"))
     if environment:
         out["Environment"] = environment
     if template.infra_check_on:

@@ -27,6 +27,7 @@ from typing import Any
 from ..capacity.chain import attempt_name
 from ..contract.statuses import Status
 from ..money.limits import USAGE
+from .job import ENDED_FIELDS as JOB_ENDED_FIELDS
 
 __all__ = [
     "ATTRIBUTES",
@@ -81,23 +82,9 @@ MAX_DETAIL_BYTES = 256 * 1024
 _SOURCE_RE = re.compile(r"ftl\.[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 _MAX_ATTRIBUTE = 256
 _NOTICE_KEY_RE = re.compile(r"started|chain-step-[1-9][0-9]{0,3}")
-# The ledger attributes an ended notification's message carries.
-ENDED_FIELDS = (
-    "status",
-    "secondary_status",
-    "failure_reason",
-    "billable_seconds",
-    "training_seconds",
-    "spot_savings_percent",
-    "cost_usd",
-    "final_metrics",
-    "spot_interruptions",
-    "batch_job_id",
-    "attempt",
-    "instance_type",
-    "instance_count",
-    "updated_at",
-)
+# The ledger attributes an ended notification's message carries (marked ``notified`` on
+# ``job.Job``).
+ENDED_FIELDS = JOB_ENDED_FIELDS
 # Statuses before a job runs: the write from one of these to InProgress owes ``started``.
 _BEFORE_START = frozenset({Status.SUBMITTING, Status.QUEUED, Status.SCHEDULED})
 

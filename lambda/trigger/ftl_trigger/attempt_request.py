@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ftl_ledger.job_codec import from_record
 from jobmodel import PlatformConfig, TemplateSpec
 from jobmodel.after_training.tracking import TrackingConfig
 from jobmodel.capacity.chain import Step, plain_step
@@ -34,7 +35,7 @@ class RenderSettings(Protocol):
 def attempt_request(
     settings: RenderSettings,
     req: SubmitRequest,
-    step: Step | None,
+    step: Mapping[str, Any] | None,
     *,
     job_name: str,
     attempt: int,
@@ -42,8 +43,8 @@ def attempt_request(
     requested_by: str | None,
     estimate: float | None,
 ) -> dict[str, Any]:
-    """Attempt ``attempt`` of job ``job_name`` on ``step`` (None: the request's own capacity,
-    a plain job)."""
+    """Attempt ``attempt`` of job ``job_name`` on ``step`` (a chain's step as the record keeps
+    it; None: the request's own capacity, a plain job)."""
     spec = settings.catalog[req.template]
     job = JobIdentity(
         name=job_name,
@@ -53,23 +54,26 @@ def attempt_request(
         role_arn=settings.team_roles.get(team) if team else None,
     )
     tracking = AttemptTracking(settings.tracking, estimate)
-    step = plain_step(req, spec) if step is None else step
-    return render_attempt(req, spec, settings.platform, step, tracking, job=job)
+    capacity = plain_step(req, spec) if step is None else Step.from_dict(step)
+    return render_attempt(req, spec, settings.platform, capacity, tracking, job=job)
 
 
 def record_attempt_request(
-    settings: RenderSettings, job: Mapping[str, Any], attempt: int
+    settings: RenderSettings, record: Mapping[str, Any], attempt: int
 ) -> dict[str, Any]:
-    """A chained job's attempt ``attempt`` from its ledger record: the stored request and the
-    attempt's step."""
-    estimate = job.get("estimated_max_cost_usd")
+    """A chained job's attempt ``attempt`` from its ledger record (read through the codec):
+    the stored request and the attempt's step."""
+    job = from_record(record)
+    if not job.chain or not job.request:
+        raise ValueError(f"job {job.job_name} has no chain to render attempt {attempt} of")
+    estimate = job.estimated_max_cost_usd
     return attempt_request(
         settings,
-        SubmitRequest.from_dict(json.loads(job["request"])),
-        Step.from_dict(job["chain"][attempt - 1]),
-        job_name=job["job_name"],
+        SubmitRequest.from_dict(json.loads(job.request)),
+        job.chain[attempt - 1],
+        job_name=str(job.job_name),
         attempt=attempt,
-        team=job.get("team"),
-        requested_by=job.get("requested_by"),
+        team=job.team,
+        requested_by=job.requested_by,
         estimate=None if estimate is None else float(estimate),
     )

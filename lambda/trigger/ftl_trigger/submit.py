@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ftl_ledger.job_codec import to_record
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backends import Backends
@@ -30,18 +31,16 @@ from ftl_trigger.service_quotas import QuotaGate
 from ftl_trigger.views import JobViews
 from jobmodel import (
     ValidationError,
-    checkpoint_s3_uri,
     make_job_name,
-    output_s3_uri,
     request_hash,
     validate_submit,
 )
 from jobmodel.capacity import chain as C
-from jobmodel.capacity.plans import SPOT
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.statuses import Status
 from jobmodel.jobs import attempts as A
 from jobmodel.jobs import claims as CL
+from jobmodel.jobs.job import Job
 from jobmodel.money import limits as Q
 from jobmodel.money.pricing import estimate_max_cost_usd
 from jobmodel.requests.submit import SubmitRequest
@@ -228,48 +227,29 @@ class SubmitFlow:
         rendered = attempt_request(
             rt,
             req,
-            C.Step.from_dict(steps[0]) if steps else None,
+            steps[0] if steps else None,
             job_name=name,
             attempt=1,
             team=team,
             requested_by=caller.principal,
             estimate=estimate,
         )
-        created_at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        job = {
-            "job_name": name,
-            "template": req.template,
-            "status": SUBMITTING,
-            "instance_type": req.instance_type,
-            "instance_count": req.instance_count,
-            "spot": req.spot,
-            "checkpoint_s3_uri": checkpoint_s3_uri(rt.platform, name, team),
-            "output_s3_uri": output_s3_uri(rt.platform, name, team),
-            "requested_by": caller.principal,
-            "team": team,
-            "created_at": created_at,
-            "updated_at": created_at,
-            "client_token": req.client_token,
-            "request": json.dumps(req.to_dict(), sort_keys=True),
-            "request_fingerprint": fingerprint,
-            "rendered": json.dumps(rendered, sort_keys=True),
-            "rendered_hash": request_hash(rendered),
-            "price_usd_per_hour": price,
-            "estimated_max_cost_usd": estimate,
-            "price_unknown_reason": reason,
-            "priority": req.priority,  # queue mode only (None in direct mode)
-            CL.CARE: CL.CARE_VALUE,  # claimed: in the sweep's index until it starts or ends
-        }
-        if steps:
-            # A chained job: its steps and attempt 1; the job's rendered request is the
-            # current attempt's (jobmodel.jobs.attempts).
-            job.update(
-                chain=steps,
-                attempt=1,
-                attempts=[A.first_attempt(steps[0], name)],
-                spot=steps[0]["kind"] == SPOT,
-                instance_type=steps[0]["instance_types"][0],
-            )
+        claimed = Job.claim(
+            req,
+            job_name=name,
+            rendered=rendered,
+            rendered_hash=request_hash(rendered),
+            platform=rt.platform,
+            requested_by=caller.principal,
+            team=team,
+            now=now,
+            price=price,
+            estimate=estimate,
+            price_reason=reason,
+            steps=steps or (),
+        )
+        job = to_record(claimed)
+        created_at = str(claimed.created_at)
         token = None
         if req.client_token is not None:
             token = {

@@ -18,9 +18,9 @@ from jobmodel.after_training.tracking_job import run_view
 from jobmodel.capacity.scheduler import SchedulerConfig, share_of
 from jobmodel.contract.statuses import Status
 from jobmodel.jobs import attempts as A
+from jobmodel.jobs.job import DESCRIBE_FIELDS
 from jobmodel.jobs.queue_state import BATCH_WAITING, classify_reason, waited_seconds
 from jobmodel.money.pricing import cost_usd
-from jobmodel.requests.queries import DESCRIBE_FIELDS
 
 __all__ = ["UNLOOKED", "JobViews"]
 
