@@ -244,7 +244,7 @@ RAW_RECORD_READS = {
     "lambda/trigger/ftl_trigger/job_flow.py": 10,
     "lambda/trigger/ftl_trigger/models_flow.py": 1,
     "lambda/trigger/ftl_trigger/records.py": 3,
-    "lambda/trigger/ftl_trigger/submit.py": 2,
+    "lambda/trigger/ftl_trigger/submit_flow.py": 2,
     "lambda/trigger/ftl_trigger/views.py": 37,
 }
 

@@ -40,10 +40,10 @@ from ftl_trigger.identity import Caller
 from ftl_trigger.job_flow import JobFlow
 from ftl_trigger.models_flow import ModelsFlow
 from ftl_trigger.paging import Signer
+from ftl_trigger.quota_gate import QuotaGate
 from ftl_trigger.records import Clock, Effects, Records
 from ftl_trigger.remote import map_aws_error
-from ftl_trigger.service_quotas import QuotaGate
-from ftl_trigger.submit import SubmitFlow
+from ftl_trigger.submit_flow import SubmitFlow
 from ftl_trigger.views import JobViews
 from jobmodel.contract.errors import ValidationError
 from jobmodel.jobs.claims import SUBMIT_GRACE_S

@@ -17,7 +17,7 @@ from ftl_ledger.ledger import Ledger
 from ftl_ledger.notify import Notifier, NotifySettings
 from ftl_trigger import aws
 from ftl_trigger.prices import LivePrices
-from ftl_trigger.service_quotas import LiveQuotas
+from ftl_trigger.quota_gate import LiveQuotas
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.after_training.registry import ENV_MODEL_REGISTRY
 from jobmodel.after_training.tracking import TrackingConfig

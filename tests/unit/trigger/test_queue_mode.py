@@ -209,7 +209,7 @@ def test_a_5xx_submit_looks_for_the_job_before_failing(queued, prefix, monkeypat
 
 
 def test_a_5xx_submit_that_cannot_be_checked_keeps_the_claim(queued, prefix, monkeypatch):
-    from ftl_trigger import submit
+    from ftl_trigger import submit_flow as submit
 
     monkeypatch.setattr(submit, "WAIT_FOR_PEER_S", 0.05)
     client = queued.module.RUNTIME.batch
@@ -238,7 +238,7 @@ def test_a_5xx_submit_that_cannot_be_checked_keeps_the_claim(queued, prefix, mon
 def test_a_crash_before_the_ledger_knew_the_batch_job_is_finished_by_the_retry(
     queued, prefix, monkeypatch, reached_batch
 ):
-    from ftl_trigger import submit
+    from ftl_trigger import submit_flow as submit
 
     monkeypatch.setattr(submit, "WAIT_FOR_PEER_S", 0.05)
     client = queued.module.RUNTIME.batch

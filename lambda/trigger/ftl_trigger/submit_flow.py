@@ -26,8 +26,8 @@ from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
+from ftl_trigger.quota_gate import QuotaGate
 from ftl_trigger.records import Clock, Records, ledger_call
-from ftl_trigger.service_quotas import QuotaGate
 from ftl_trigger.views import JobViews
 from jobmodel import (
     ValidationError,
