@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 class JobSettings(Protocol):
     """What describe, stop and list read of the runtime."""
 
-    sagemaker: Any
     catalog: Mapping[str, TemplateSpec]
     teams: TeamsConfig
 
