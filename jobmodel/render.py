@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _rules as R
-from .after_training.tracking import TrackingConfig
-from .after_training.tracking_job import tracked, tracking_environment
+from .after_training.tracking_job import AttemptTracking
 from .capacity.chain import EFA_VARIABLES, Step, attempt_name, plain_step
 from .capacity.plans import ON_DEMAND, PLAN, SPOT
 from .contract import names as N
@@ -249,45 +248,31 @@ class JobIdentity:
     role_arn: str | None = None
 
 
-@dataclass(frozen=True)
-class AttemptTracking:
-    """What a tracked job's environment needs beyond its request (issue 27): the platform's
-    MLflow servers and the job's estimate (a chain's worst case)."""
-
-    config: TrackingConfig
-    estimate_usd: float | None = None
+def _artifact(platform: PlatformConfig, team: str | None) -> str:
+    """The artifact bucket, and the team's prefix in it: where output and diagnostics go."""
+    return platform.artifact_bucket if team is None else f"{platform.artifact_bucket}/{team}"
 
 
-def _tracking(
+def _tracked(
     req: SubmitRequest,
     template: TemplateSpec,
     platform: PlatformConfig,
     step: Step,
     tracking: AttemptTracking | None,
     job: JobIdentity,
-    output: str,
 ) -> dict[str, str]:
-    """The tracking environment of a tracked job's attempt (empty: not tracked)."""
-    if tracking is None or not tracked(
-        req.tracking,
-        template=template.name,
-        template_tracking=template.tracking,
-        network_isolation=template.network_isolation,
-        config=tracking.config,
-        team=job.team,
-    ):
+    """The attempt's tracking environment (empty: not tracked)."""
+    if tracking is None:
         return {}
-    return tracking_environment(
-        tracking.config,
+    return tracking.environment(
+        req.tracking,
+        template,
         platform=platform.platform_name,
         team=job.team,
-        template=template.name,
         job_name=job.name,
-        image=str(template.image_uri),
-        instance_type=",".join(step.instance_types),
         attempt=job.attempt,
-        estimate_usd=tracking.estimate_usd,
-        output_s3_uri=output,
+        instance_types=step.instance_types,
+        output_s3_uri=f"s3://{_artifact(platform, job.team)}/",
     )
 
 
@@ -317,9 +302,7 @@ def render_attempt(
             template.name, "image", "image_uri is not resolved; cannot render a job"
         )
     team = job.team
-    artifact = (
-        platform.artifact_bucket + "/" + team if team is not None else platform.artifact_bucket
-    )
+    artifact = _artifact(platform, team)
     hp = _hyperparameters(req, template, platform, job.name)
     out: dict[str, Any] = {
         "TrainingJobName": attempt_name(job.name, job.attempt),
@@ -353,7 +336,7 @@ def render_attempt(
     out["EnableNetworkIsolation"] = template.network_isolation
     out["EnableInterContainerTrafficEncryption"] = template.inter_container_encryption
     environment = _environment(template, step)
-    environment.update(_tracking(req, template, platform, step, tracking, job, f"s3://{artifact}/"))
+    environment.update(_tracked(req, template, platform, step, tracking, job))
     if environment:
         out["Environment"] = environment
     if template.infra_check_on:

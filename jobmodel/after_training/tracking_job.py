@@ -9,7 +9,8 @@ each attempt (``jobmodel.render.render_attempt``; no ``MlflowConfig``: docs/DECI
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..contract import names as N
@@ -20,6 +21,7 @@ from ..templates.spec import TemplateSpec
 from .tracking import TrackingConfig, experiment_name
 
 __all__ = [
+    "AttemptTracking",
     "TRACKING_VARIABLES",
     "run_view",
     "submit_tracking",
@@ -132,3 +134,49 @@ def run_view(environment: Mapping[str, str]) -> dict[str, str] | None:
         "experiment_name": environment.get(N.ENV_MLFLOW_EXPERIMENT_NAME, ""),
         "run_name": environment.get(N.ENV_MLFLOW_RUN_NAME, ""),
     }
+
+
+@dataclass(frozen=True)
+class AttemptTracking:
+    """What a tracked job's environment needs beyond its request: the platform's MLflow
+    servers and the job's estimate (a chain's worst case). Every attempt of a job logs to
+    the job's one run; the attempt and the instance types it may get are its tags."""
+
+    config: TrackingConfig
+    estimate_usd: float | None = None
+
+    def environment(
+        self,
+        requested: bool | None,
+        template: TemplateSpec,
+        *,
+        platform: str,
+        team: str | None,
+        job_name: str,
+        attempt: int,
+        instance_types: Sequence[str],
+        output_s3_uri: str,
+    ) -> dict[str, str]:
+        """The attempt's tracking environment (empty when the job is not tracked)."""
+        track = tracked(
+            requested,
+            template=template.name,
+            template_tracking=template.tracking,
+            network_isolation=template.network_isolation,
+            config=self.config,
+            team=team,
+        )
+        if not track:
+            return {}
+        return tracking_environment(
+            self.config,
+            platform=platform,
+            team=team,
+            template=template.name,
+            job_name=job_name,
+            image=str(template.image_uri),
+            instance_type=",".join(instance_types),
+            attempt=attempt,
+            estimate_usd=self.estimate_usd,
+            output_s3_uri=output_s3_uri,
+        )
