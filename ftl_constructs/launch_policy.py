@@ -207,7 +207,8 @@ def _follow_statements(
 
 def grant_job_lookup(policy: iam.Policy) -> None:
     """Direct mode: a claimed job whose start went unanswered is looked for by name
-    (ftl_trigger/backend_direct.py). DescribeTrainingJob is granted only on jobs tagged by the
+    (ftl_trigger/backends/direct/backend.py).
+    DescribeTrainingJob is granted only on jobs tagged by the
     platform, so of a job that does not exist it answers AccessDenied, not "no such job";
     ListTrainingJobs (NameContains) says so. It supports no resource-level permissions: only
     "*" grants it (acknowledged with the quota read, ``grant_quota_read``)."""
@@ -221,7 +222,7 @@ def grant_job_lookup(policy: iam.Policy) -> None:
 
 
 def grant_quota_read(policy: iam.Policy) -> None:
-    """Quota-aware submit (ftl_trigger/service_quotas.py). The Service Authorization
+    """Quota-aware submit (ftl_trigger/quota_gate.py). The Service Authorization
     Reference lists no resource type and no condition key for ListServiceQuotas (not
     even servicequotas:service, which GetServiceQuota has): only "*" grants it."""
     policy.add_statements(

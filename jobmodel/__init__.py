@@ -10,7 +10,8 @@ import (tests/test_house.py checks it, and that no import cycle exists):
 - ``money/``: prices, costs and estimates, the teams' limits.
 - ``templates/``: template types, their synth-time rules, catalog files.
 - ``requests/``: a caller's submit, read and stop requests, validated.
-- ``render`` (top level): a validated request becomes ``CreateTrainingJob`` kwargs.
+- ``locations`` and ``render`` (top level): a job's name and S3 prefixes; any attempt of a
+  validated request, on one step of capacity, becomes ``CreateTrainingJob`` kwargs.
 - ``capacity/``: training plans, capacity chains, service quotas, the scheduler, queue ETA.
 - ``jobs/``: the job record and every rule that changes it.
 - ``fleet_metrics`` (top level): the fleet's CloudWatch metrics.

@@ -1,4 +1,5 @@
-"""The renderer: a validated request plus its template become ``CreateTrainingJob`` kwargs.
+"""The renderer: a validated request, its template and one step become an attempt's
+``CreateTrainingJob`` kwargs (:func:`render_attempt`; a plain job is a chain of one step).
 
 Nothing here calls AWS; the output is the exact keyword arguments for boto3's
 ``sagemaker.create_training_job``.
@@ -9,19 +10,25 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Any
 
 from . import _rules as R
+from .after_training.tracking_job import AttemptTracking
+from .capacity.chain import EFA_VARIABLES, Step, attempt_name, plain_step
+from .capacity.plans import ON_DEMAND, PLAN, SPOT
 from .contract import names as N
-from .contract.errors import TemplateError, ValidationError
+from .contract.errors import TemplateError
 from .instances import INSTANCE_TYPES, efa_environment
+from .locations import checkpoint_s3_uri, make_job_name, output_s3_uri
 from .platform import PlatformConfig
 from .requests.submit import SubmitRequest, validate_job_name
 from .templates.distribution_kinds import KINDS
 from .templates.spec import TemplateSpec
 
 __all__ = [
+    "AttemptTracking",
+    "JobIdentity",
     "CHECKPOINT_LOCAL_PATH",
     "CODE_CHANNEL",
     "CODE_CHANNEL_SOURCEDIR",
@@ -31,6 +38,7 @@ __all__ = [
     "make_job_name",
     "metric_regex",
     "output_s3_uri",
+    "render_attempt",
     "render_create_training_job",
     "request_hash",
 ]
@@ -42,41 +50,7 @@ CODE_CHANNEL = "code"
 CODE_CHANNEL_SOURCEDIR = "/opt/ml/input/data/code/sourcedir.tar.gz"
 TENSORBOARD_LOCAL_PATH = "/opt/ml/output/tensorboard"
 CONTAINER_LOG_LEVEL = 20
-_NAME_SUFFIX_LEN = len("-YYYYMMDD-HHMM-xxxx")
-_MAX_PREFIX_LEN = 63 - _NAME_SUFFIX_LEN
-_HEX = frozenset("0123456789abcdef")
 _METRIC_VALUE_RE = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
-
-
-def make_job_name(
-    prefix: str, *, now: datetime, rand_hex: str, team: str | None = None, reserve: int = 0
-) -> str:
-    """``<prefix>-YYYYMMDD-HHMM-xxxx``: a valid, unique-enough SageMaker job name.
-
-    The prefix is sanitised (runs outside ``[a-zA-Z0-9-]`` become one ``-``, edge
-    dashes dropped) and cut so the name fits 63 characters; ``now`` is taken in
-    UTC (a naive datetime is read as UTC); ``rand_hex`` is 4 hex digits. With ``team``
-    the name starts ``<team>-`` (a prefix that already starts so is not doubled).
-    ``reserve``: characters left free after the name (a chained job's attempts are
-    ``<name>-a<n>``, ``jobmodel.capacity.chain.attempt_name``).
-    """
-    if type(prefix) is not str:
-        raise ValidationError("job_name", "job_name must be a string")
-    clean = R.sanitize_job_prefix(prefix)
-    if not clean:
-        raise ValidationError(
-            "job_name", f"job_name must contain a letter or digit, got {R.show(prefix)}"
-        )
-    suffix = rand_hex.lower()
-    if len(suffix) != 4 or not _HEX.issuperset(suffix):
-        raise ValueError(f"rand_hex must be 4 hex digits, got {rand_hex!r}")
-    if team is not None and not (clean == team or clean.startswith(team + "-")):
-        clean = f"{team}-{clean}"
-    if now.tzinfo is not None:
-        now = now.astimezone(UTC)
-    clean = clean[: _MAX_PREFIX_LEN - reserve].rstrip("-")
-    stamp = f"{now.year:04d}{now.month:02d}{now.day:02d}-{now.hour:02d}{now.minute:02d}"
-    return f"{clean}-{stamp}-{suffix}"
 
 
 def metric_regex(name: str) -> str:
@@ -90,20 +64,6 @@ def encode_hyperparameters(d: Mapping[str, Any]) -> dict[str, str]:
     """Every value JSON-encoded (``json.dumps``), as SageMaker SDK v2 does; the toolkit decodes."""
     dumps = json.dumps
     return {str(k): dumps(v) for k, v in d.items()}
-
-
-def _team_dir(team: str | None) -> str:
-    return "" if team is None else f"{team}/"
-
-
-def checkpoint_s3_uri(platform: PlatformConfig, job_name: str, team: str | None = None) -> str:
-    """Where a job's checkpoints live: ``s3://<checkpoint bucket>/[<team>/]<job name>/``."""
-    return f"s3://{platform.checkpoint_bucket}/{_team_dir(team)}{job_name}/"
-
-
-def output_s3_uri(platform: PlatformConfig, job_name: str, team: str | None = None) -> str:
-    """Where SageMaker writes a job's output: ``s3://<artifact bucket>/[<team>/]<job name>/``."""
-    return f"s3://{platform.artifact_bucket}/{_team_dir(team)}{job_name}/"
 
 
 def _hyperparameters(
@@ -144,8 +104,8 @@ def _tags(
     req: SubmitRequest,
     template: TemplateSpec,
     platform: PlatformConfig,
-    requested_by: str | None,
-    team: str | None,
+    job: JobIdentity,
+    step: Step,
 ) -> list[dict[str, str]]:
     merged: dict[str, str] = dict(platform.platform_tags)
     merged.update(template.tags)
@@ -154,12 +114,15 @@ def _tags(
     merged[N.TEMPLATE_TAG_KEY] = template.name
     if req.client_token:
         merged[N.CLIENT_TOKEN_TAG_KEY] = req.client_token
-    if team is not None:
-        merged[N.TEAM_TAG_KEY] = team
-    if requested_by:
-        who = R.sanitize_tag_value(requested_by)
+    if job.team is not None:
+        merged[N.TEAM_TAG_KEY] = job.team
+    if job.requested_by:
+        who = R.sanitize_tag_value(job.requested_by)
         if who:
             merged[N.REQUESTED_BY_TAG_KEY] = who
+    if step.chained:
+        # Every attempt of a chain names its ledger job (job events find the job by it).
+        merged[N.JOB_NAME_TAG_KEY] = job.name
     return [{"Key": k, "Value": v} for k, v in merged.items()]
 
 
@@ -202,29 +165,57 @@ def _input_config(
 
 
 def _resource_config(
-    req: SubmitRequest, template: TemplateSpec, platform: PlatformConfig
+    template: TemplateSpec, platform: PlatformConfig, step: Step
 ) -> dict[str, Any]:
-    resources: dict[str, Any] = {
-        "InstanceType": req.instance_type,
-        "InstanceCount": req.instance_count,
-        "VolumeSizeInGB": template.volume_size_gb,
-    }
+    """The step's capacity: one type (``InstanceType``) or, for a chain's on-demand step, the
+    ordered preferences (``InstancePreferences``); a plan step's plan."""
+    resources: dict[str, Any] = {}
+    if step.chained and step.kind == ON_DEMAND:
+        resources["InstancePreferences"] = [{"InstanceType": t} for t in step.instance_types]
+    else:
+        resources["InstanceType"] = step.instance_types[0]
+    resources["InstanceCount"] = step.instance_count
+    resources["VolumeSizeInGB"] = template.volume_size_gb
+    if step.kind == PLAN:
+        resources["TrainingPlanArn"] = step.plan_arn
     # Instance types with local NVMe storage reject a volume key (the hardware encrypts it).
-    if platform.kms_key_arn and not INSTANCE_TYPES[req.instance_type].local_nvme:
+    types = [INSTANCE_TYPES[t] for t in step.instance_types]
+    if platform.kms_key_arn and not any(t.local_nvme for t in types):
         resources["VolumeKmsKeyId"] = platform.kms_key_arn
-    if template.keep_alive_seconds > 0 and not req.spot:
+    if template.keep_alive_seconds > 0 and step.kind != SPOT:
         resources["KeepAlivePeriodInSeconds"] = template.keep_alive_seconds
     return resources
 
 
-def _stopping_condition(req: SubmitRequest, template: TemplateSpec) -> dict[str, Any]:
-    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": req.max_runtime_seconds}
-    if req.spot:
-        wait = req.max_wait_seconds
-        if wait is None:
-            wait = max(template.max_wait_seconds, req.max_runtime_seconds)
-        stopping["MaxWaitTimeInSeconds"] = wait
+def _stopping_condition(runtime_seconds: int, step: Step) -> dict[str, Any]:
+    """The one place ``StoppingCondition`` is built: a spot step waits its own wait on top of
+    the runtime."""
+    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": runtime_seconds}
+    if step.kind == SPOT:
+        stopping["MaxWaitTimeInSeconds"] = runtime_seconds + int(step.wait_seconds or 0)
     return stopping
+
+
+def _environment(template: TemplateSpec, step: Step) -> dict[str, str]:
+    """EFA's variables where every type the step may get has them, then the template's (a
+    chain's step keeps EFA's own: the toolkit's runners set them again from the host's type,
+    SM_CURRENT_INSTANCE_TYPE); the tracking environment goes on top."""
+    common = [efa_environment(INSTANCE_TYPES[t]) for t in step.instance_types]
+    env = {k: v for k, v in common[0].items() if all(c.get(k) == v for c in common)}
+    own = template.environment
+    env.update({k: v for k, v in own.items() if not (step.chained and k in EFA_VARIABLES)})
+    return env
+
+
+def _step_hyperparameters(hp: dict[str, str], step: Step) -> dict[str, str]:
+    """``sagemaker_instance_type`` (smddp's runner reads it) for the step: its one type, or
+    left out while SageMaker picks one of several (the runner then takes the host's own)."""
+    if "sagemaker_instance_type" in hp:
+        if len(step.instance_types) == 1:
+            hp["sagemaker_instance_type"] = json.dumps(step.instance_types[0])
+        else:
+            del hp["sagemaker_instance_type"]
+    return hp
 
 
 def _diagnostics(template: TemplateSpec, artifact: str, job_name: str) -> dict[str, Any]:
@@ -245,6 +236,119 @@ def _diagnostics(template: TemplateSpec, artifact: str, job_name: str) -> dict[s
     return out
 
 
+@dataclass(frozen=True, kw_only=True)
+class JobIdentity:
+    """Which job an attempt belongs to: its name, the attempt (1-based), its team, who asked
+    for it and the training role (a team's; None: the platform's)."""
+
+    name: str
+    attempt: int = 1
+    team: str | None = None
+    requested_by: str | None = None
+    role_arn: str | None = None
+
+
+def _artifact(platform: PlatformConfig, team: str | None) -> str:
+    """The artifact bucket, and the team's prefix in it: where output and diagnostics go."""
+    return platform.artifact_bucket if team is None else f"{platform.artifact_bucket}/{team}"
+
+
+def _tracked(
+    req: SubmitRequest,
+    template: TemplateSpec,
+    platform: PlatformConfig,
+    step: Step,
+    tracking: AttemptTracking | None,
+    job: JobIdentity,
+) -> dict[str, str]:
+    """The attempt's tracking environment (empty: not tracked)."""
+    if tracking is None:
+        return {}
+    return tracking.environment(
+        req.tracking,
+        template,
+        platform=platform.platform_name,
+        team=job.team,
+        job_name=job.name,
+        attempt=job.attempt,
+        instance_types=step.instance_types,
+        output_s3_uri=f"s3://{_artifact(platform, job.team)}/",
+    )
+
+
+def render_attempt(
+    req: SubmitRequest,
+    template: TemplateSpec,
+    platform: PlatformConfig,
+    step: Step,
+    tracking: AttemptTracking | None,
+    *,
+    job: JobIdentity,
+) -> dict[str, Any]:
+    """One attempt's complete ``create_training_job`` kwargs: the job's request on the step's
+    capacity (a plain job's one step is :func:`jobmodel.capacity.chain.plain_step`).
+
+    ``req`` must come from ``validate_submit`` against the same template; the template must
+    have its image resolved (``TemplateError`` rule ``image`` if not). The training job is
+    the attempt's (``<job>-a<n>`` after the first); its checkpoints, output and run stay the
+    job's. With a team, checkpoints, output, TensorBoard and debug data go under the team's
+    ``<team>/`` prefixes and the job is tagged ``ftl:team``. ``tracking``: the platform's
+    MLflow servers (None: not tracked).
+    """
+    validate_job_name(job.name)
+    image = template.image_uri
+    if not image:
+        raise TemplateError(
+            template.name, "image", "image_uri is not resolved; cannot render a job"
+        )
+    team = job.team
+    artifact = _artifact(platform, team)
+    hp = _hyperparameters(req, template, platform, job.name)
+    out: dict[str, Any] = {
+        "TrainingJobName": attempt_name(job.name, job.attempt),
+        "AlgorithmSpecification": _algorithm(template, image),
+        "HyperParameters": _step_hyperparameters(hp, step),
+        "RoleArn": job.role_arn or platform.role_arn,
+    }
+    input_config = _input_config(req, template, platform)
+    if input_config:
+        out["InputDataConfig"] = input_config
+    output_config: dict[str, Any] = {"S3OutputPath": f"s3://{artifact}/"}
+    if platform.kms_key_arn:
+        output_config["KmsKeyId"] = platform.kms_key_arn
+    out["OutputDataConfig"] = output_config
+    out["ResourceConfig"] = _resource_config(template, platform, step)
+    if platform.subnets:
+        out["VpcConfig"] = {
+            "SecurityGroupIds": list(platform.security_groups),
+            "Subnets": list(platform.subnets),
+        }
+    out["StoppingCondition"] = _stopping_condition(req.max_runtime_seconds, step)
+    # A chain's attempt carries the flag only when spot: SageMaker documents
+    # InstancePreferences (the on-demand step) as exclusive of it, even false.
+    if step.kind == SPOT or not step.chained:
+        out["EnableManagedSpotTraining"] = step.kind == SPOT
+    if template.checkpoint:
+        out["CheckpointConfig"] = {
+            "S3Uri": checkpoint_s3_uri(platform, job.name, team),
+            "LocalPath": CHECKPOINT_LOCAL_PATH,
+        }
+    out["EnableNetworkIsolation"] = template.network_isolation
+    out["EnableInterContainerTrafficEncryption"] = template.inter_container_encryption
+    environment = _environment(template, step)
+    environment.update(_tracked(req, template, platform, step, tracking, job))
+    if environment:
+        out["Environment"] = environment
+    if template.infra_check_on:
+        # SageMaker's hardware and cluster-network health check before training.
+        out["InfraCheckConfig"] = {"EnableInfraCheck": True}
+    if template.retry_attempts > 0:
+        out["RetryStrategy"] = {"MaximumRetryAttempts": template.retry_attempts}
+    out.update(_diagnostics(template, artifact, job.name))
+    out["Tags"] = _tags(req, template, platform, job, step)
+    return out
+
+
 def render_create_training_job(
     req: SubmitRequest,
     template: TemplateSpec,
@@ -255,63 +359,10 @@ def render_create_training_job(
     team: str | None = None,
     role_arn: str | None = None,
 ) -> dict[str, Any]:
-    """The complete ``create_training_job`` kwargs for ``req`` on ``template``.
-
-    ``req`` must come from ``validate_submit`` against the same template; the
-    template must have its image resolved (``TemplateError`` rule ``image`` if not).
-    With ``team``, checkpoints, output, TensorBoard and debug data go under the team's
-    ``<team>/`` prefixes, the job is tagged ``ftl:team``, and ``role_arn`` (the team's
-    training role) replaces the platform's role.
-    """
-    validate_job_name(job_name)
-    image = template.image_uri
-    if not image:
-        raise TemplateError(
-            template.name, "image", "image_uri is not resolved; cannot render a job"
-        )
-    artifact = (
-        platform.artifact_bucket + "/" + team if team is not None else platform.artifact_bucket
-    )
-    out: dict[str, Any] = {
-        "TrainingJobName": job_name,
-        "AlgorithmSpecification": _algorithm(template, image),
-        "HyperParameters": _hyperparameters(req, template, platform, job_name),
-        "RoleArn": role_arn or platform.role_arn,
-    }
-    input_config = _input_config(req, template, platform)
-    if input_config:
-        out["InputDataConfig"] = input_config
-    output_config: dict[str, Any] = {"S3OutputPath": f"s3://{artifact}/"}
-    if platform.kms_key_arn:
-        output_config["KmsKeyId"] = platform.kms_key_arn
-    out["OutputDataConfig"] = output_config
-    out["ResourceConfig"] = _resource_config(req, template, platform)
-    if platform.subnets:
-        out["VpcConfig"] = {
-            "SecurityGroupIds": list(platform.security_groups),
-            "Subnets": list(platform.subnets),
-        }
-    out["StoppingCondition"] = _stopping_condition(req, template)
-    out["EnableManagedSpotTraining"] = req.spot
-    if template.checkpoint:
-        out["CheckpointConfig"] = {
-            "S3Uri": checkpoint_s3_uri(platform, job_name, team),
-            "LocalPath": CHECKPOINT_LOCAL_PATH,
-        }
-    out["EnableNetworkIsolation"] = template.network_isolation
-    out["EnableInterContainerTrafficEncryption"] = template.inter_container_encryption
-    environment = efa_environment(INSTANCE_TYPES[req.instance_type])
-    environment.update(template.environment)
-    if environment:
-        out["Environment"] = environment
-    if template.infra_check_on:
-        # SageMaker's hardware and cluster-network health check before training.
-        out["InfraCheckConfig"] = {"EnableInfraCheck": True}
-    if template.retry_attempts > 0:
-        out["RetryStrategy"] = {"MaximumRetryAttempts": template.retry_attempts}
-    out.update(_diagnostics(template, artifact, job_name))
-    out["Tags"] = _tags(req, template, platform, requested_by, team)
-    return out
+    """A plain, untracked job's request: :func:`render_attempt` with the request's own
+    capacity as its one step."""
+    job = JobIdentity(name=job_name, team=team, requested_by=requested_by, role_arn=role_arn)
+    return render_attempt(req, template, platform, plain_step(req, template), None, job=job)
 
 
 def request_hash(rendered: Mapping[str, Any]) -> str:

@@ -23,7 +23,18 @@ TOP_LEVEL: dict[str, set[str]] = {
     "regions": set(),
     "teams": {"contract", "_rules"},
     "platform": {"contract", "_rules"},
-    "render": {"contract", "templates", "requests", "platform", "_rules", "instances"},
+    "locations": {"contract", "platform", "_rules"},
+    "render": {
+        "contract",
+        "templates",
+        "requests",
+        "platform",
+        "_rules",
+        "instances",
+        "locations",
+        "capacity",
+        "after_training",
+    },
     "fleet_metrics": {"money", "jobs"},
 }
 
@@ -197,3 +208,68 @@ def test_the_import_reader_sees_type_checking_and_relative_imports(tmp_path, mon
     edges = graph()
     assert edges["jobmodel.rooms.a"] == {"jobmodel.top", "jobmodel.rooms.b"}
     assert cycles(edges) == [["jobmodel.rooms.a", "jobmodel.rooms.b"]]
+
+
+# Issue 35: the job record is typed (``jobmodel.jobs.job``) and read and written through the
+# ledger's codec (``ftl_ledger.job_codec``). The string-keyed reads of a record that remain
+# (``job["key"]``, ``job.get("key")``; 224 in 30 files when the codec came) may only
+# go down: a new one, or one in a new file, fails here.
+RAW_RECORD_READ = re.compile(r'\bjob(?:\.get\(|\[)"')
+RAW_RECORD_READS = {
+    "jobmodel/after_training/registry.py": 17,
+    "jobmodel/capacity/queue_eta.py": 5,
+    "jobmodel/fleet_metrics.py": 11,
+    "jobmodel/jobs/attempts.py": 43,
+    "jobmodel/jobs/claims.py": 2,
+    "jobmodel/jobs/effects.py": 2,
+    "jobmodel/jobs/held_end.py": 5,
+    "jobmodel/jobs/notifications.py": 12,
+    "jobmodel/jobs/record.py": 4,
+    "lambda/job_events/ftl_events/apply.py": 1,
+    "lambda/job_events/ftl_events/ownership.py": 2,
+    "lambda/ledger/ftl_ledger/ledger.py": 5,
+    "lambda/ledger/ftl_ledger/notify.py": 2,
+    "lambda/ledger/ftl_ledger/registry.py": 6,
+    "lambda/ledger/ftl_ledger/usage.py": 4,
+    "lambda/ledger/ftl_ledger/writer.py": 5,
+    "lambda/trigger/ftl_trigger/backends/direct/backend.py": 2,
+    "lambda/trigger/ftl_trigger/backends/host.py": 1,
+    "lambda/trigger/ftl_trigger/backends/queue/backend.py": 9,
+    "lambda/trigger/ftl_trigger/backends/queue/flow.py": 12,
+    "lambda/trigger/ftl_trigger/backends/queue/look.py": 5,
+    "lambda/trigger/ftl_trigger/backends/queue/service_jobs.py": 4,
+    "lambda/trigger/ftl_trigger/care_flow.py": 3,
+    "lambda/trigger/ftl_trigger/chain_flow.py": 8,
+    "lambda/trigger/ftl_trigger/identity.py": 1,
+    "lambda/trigger/ftl_trigger/job_flow.py": 10,
+    "lambda/trigger/ftl_trigger/models_flow.py": 1,
+    "lambda/trigger/ftl_trigger/records.py": 3,
+    "lambda/trigger/ftl_trigger/submit_flow.py": 2,
+    "lambda/trigger/ftl_trigger/views.py": 37,
+}
+
+
+def raw_record_reads(root: Path) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for top in ("jobmodel", "lambda"):
+        for path in sorted((root / top).rglob("*.py")):
+            count = len(RAW_RECORD_READ.findall(path.read_text()))
+            if count:
+                found[path.relative_to(root).as_posix()] = count
+    return found
+
+
+def test_no_new_string_keyed_read_of_the_job_record():
+    grown = {
+        path: (count, RAW_RECORD_READS.get(path, 0))
+        for path, count in raw_record_reads(ROOT).items()
+        if count > RAW_RECORD_READS.get(path, 0)
+    }
+    assert not grown, f"read the record through ftl_ledger.job_codec, not job[...]: {grown}"
+
+
+def test_the_record_read_check_sees_a_new_read(tmp_path):
+    (tmp_path / "lambda").mkdir()
+    (tmp_path / "jobmodel").mkdir()
+    (tmp_path / "lambda" / "new.py").write_text('a = job["status"]\nb = job.get("team")\n')
+    assert raw_record_reads(tmp_path) == {"lambda/new.py": 2}

@@ -2,13 +2,15 @@
 
 A job is tracked (:func:`tracked`) when the platform has a server for its team, the template
 does not turn tracking off, the caller does not turn it off, and the template is not
-network-isolated. A tracked job's ``CreateTrainingJob`` gets :func:`tracking_environment`
-(no ``MlflowConfig``: docs/DECISIONS.md, issue 27, says why). Standard library only.
+network-isolated. A tracked job's ``CreateTrainingJob`` gets :func:`tracking_environment`, for
+each attempt (``jobmodel.render.render_attempt``; no ``MlflowConfig``: docs/DECISIONS.md, issue
+27, says why). Standard library only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..contract import names as N
@@ -19,9 +21,8 @@ from ..templates.spec import TemplateSpec
 from .tracking import TrackingConfig, experiment_name
 
 __all__ = [
+    "AttemptTracking",
     "TRACKING_VARIABLES",
-    "apply_tracking",
-    "attempt_environment",
     "run_view",
     "submit_tracking",
     "tracked",
@@ -135,56 +136,47 @@ def run_view(environment: Mapping[str, str]) -> dict[str, str] | None:
     }
 
 
-def apply_tracking(
-    rendered: dict[str, Any],
-    *,
-    requested: bool | None,
-    spec: TemplateSpec,
-    config: TrackingConfig,
-    platform: str,
-    team: str | None,
-    estimate_usd: float | None,
-) -> dict[str, Any]:
-    """``rendered`` (a ``CreateTrainingJob`` request, changed in place and returned) with the
-    tracking environment when the job is tracked. Attempt 1; a capacity chain's later attempts
-    rewrite the attempt and instance type (``jobmodel.capacity.chain.render_step``)."""
-    track = tracked(
-        requested,
-        template=spec.name,
-        template_tracking=spec.tracking,
-        network_isolation=spec.network_isolation,
-        config=config,
-        team=team,
-    )
-    if not track:
-        return rendered
-    env = dict(rendered.get("Environment", {}))
-    env.update(
-        tracking_environment(
-            config,
+@dataclass(frozen=True)
+class AttemptTracking:
+    """What a tracked job's environment needs beyond its request: the platform's MLflow
+    servers and the job's estimate (a chain's worst case). Every attempt of a job logs to
+    the job's one run; the attempt and the instance types it may get are its tags."""
+
+    config: TrackingConfig
+    estimate_usd: float | None = None
+
+    def environment(
+        self,
+        requested: bool | None,
+        template: TemplateSpec,
+        *,
+        platform: str,
+        team: str | None,
+        job_name: str,
+        attempt: int,
+        instance_types: Sequence[str],
+        output_s3_uri: str,
+    ) -> dict[str, str]:
+        """The attempt's tracking environment (empty when the job is not tracked)."""
+        track = tracked(
+            requested,
+            template=template.name,
+            template_tracking=template.tracking,
+            network_isolation=template.network_isolation,
+            config=self.config,
+            team=team,
+        )
+        if not track:
+            return {}
+        return tracking_environment(
+            self.config,
             platform=platform,
             team=team,
-            template=spec.name,
-            job_name=rendered["TrainingJobName"],
-            image=rendered["AlgorithmSpecification"]["TrainingImage"],
-            instance_type=rendered["ResourceConfig"].get("InstanceType", ""),
-            attempt=1,
-            estimate_usd=estimate_usd,
-            output_s3_uri=rendered["OutputDataConfig"]["S3OutputPath"],
+            template=template.name,
+            job_name=job_name,
+            image=str(template.image_uri),
+            instance_type=",".join(instance_types),
+            attempt=attempt,
+            estimate_usd=self.estimate_usd,
+            output_s3_uri=output_s3_uri,
         )
-    )
-    rendered["Environment"] = env
-    return rendered
-
-
-def attempt_environment(
-    environment: Mapping[str, str], *, attempt: int, instance_types: list[str]
-) -> dict[str, str]:
-    """A tracked job's environment for attempt ``attempt`` of its capacity chain (the same
-    run continues; the attempt and the instance types it may get are the tags that change).
-    An untracked job's environment comes back unchanged."""
-    env = dict(environment)
-    if N.ENV_MLFLOW_TRACKING_URI in env:
-        env[N.ENV_TRACKING_ATTEMPT] = str(attempt)
-        env[N.ENV_TRACKING_INSTANCE_TYPE] = ",".join(instance_types)
-    return env

@@ -1,39 +1,36 @@
-"""Capacity chains (docs/API.md, "Capacity"): a job's steps and each attempt's request.
+"""Capacity chains (docs/API.md, "Capacity"): a job's steps and its attempts' names.
 
 Standard library only. A template's chain is its ordered steps (``spot`` with a bounded wait,
 ``on-demand`` with an ordered instance-type preference list, ``training-plan``); a job runs one
 step per attempt, each a new training job that resumes from the job's one checkpoint prefix.
-:func:`plan_chain` chooses one job's steps, :func:`render_step` turns the job's rendered request
-into one attempt's ``CreateTrainingJob`` request, :func:`capacity_failure` says whether an
-attempt ended for want of capacity (the next step then starts), :func:`worst_case_usd` is
-what the estimate and the team's limits use.
+:func:`plan_chain` chooses one job's steps (:func:`plain_step`: a job without a chain as a
+chain of one step; ``jobmodel.render.render_attempt`` renders any step's attempt),
+:func:`capacity_failure` says whether an attempt ended for want of capacity (the next step then
+starts), :func:`worst_case_usd` is what the estimate and the team's limits use.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..after_training.tracking_job import attempt_environment
-from ..contract.names import JOB_NAME_TAG_KEY
-from ..instances import INSTANCE_TYPES, efa_environment
 from ..templates.spec import MAX_PREFERENCES
 from .plans import ON_DEMAND, PLAN, SPOT, TrainingPlan
 
 __all__ = [
     "ATTEMPT_SUFFIX_LEN",
+    "EFA_VARIABLES",
     "MAX_ATTEMPTS",
     "MAX_PREFERENCES",
     "Step",
     "attempt_name",
     "capacity_failure",
     "ledger_job_of_attempt",
+    "plain_step",
     "plan_chain",
     "preferences",
-    "render_step",
     "worst_case_usd",
 ]
 
@@ -60,6 +57,9 @@ class Step:
     plan_arn: str | None = None
     plan_name: str | None = None
     wait_seconds: int | None = None  # spot: how long to wait for capacity
+    # False: a plain job's one step (:func:`plain_step`), rendered with ``InstanceType``, an
+    # explicit ``EnableManagedSpotTraining`` and no job-name tag. Not stored.
+    chained: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -149,7 +149,9 @@ def ledger_job_of_attempt(training_job_name: str) -> tuple[str, int]:
     return match.group(1), int(match.group(2))
 
 
-_EFA_VARIABLES = (
+# The variables EFA's types set (``instances.efa_environment``): a chain's attempt takes them
+# from its candidate types only (``jobmodel.render``).
+EFA_VARIABLES = (
     "FI_PROVIDER",
     "NCCL_PROTO",
     "NCCL_SOCKET_IFNAME",
@@ -158,82 +160,18 @@ _EFA_VARIABLES = (
 )
 
 
-def _step_environment(environment: Mapping[str, str], types: list[Any]) -> dict[str, str]:
-    """The job's environment with EFA variables only where every candidate type has them (the
-    training toolkit's runners set them again from the host's own type,
-    SM_CURRENT_INSTANCE_TYPE)."""
-    env = {k: v for k, v in environment.items() if k not in _EFA_VARIABLES}
-    common = [efa_environment(t) for t in types]
-    shared = {k: v for k, v in common[0].items() if all(c.get(k) == v for c in common)}
-    return {**shared, **env}
-
-
-def render_step(
-    rendered: Mapping[str, Any],
-    step: Step,
-    *,
-    job_name: str,
-    attempt: int,
-    runtime_seconds: int,
-    kms_key_arn: str | None,
-    keep_alive_seconds: int = 0,
-    infra_check: bool = False,
-) -> dict[str, Any]:
-    """One attempt's ``CreateTrainingJob`` request: the job's rendered request with the
-    step's capacity. The checkpoint prefix stays the job's."""
-    out: dict[str, Any] = json.loads(json.dumps(rendered))
-    name = attempt_name(job_name, attempt)
-    out["TrainingJobName"] = name
-    types = [INSTANCE_TYPES[t] for t in step.instance_types]
-    rc: dict[str, Any] = {
-        k: v
-        for k, v in out["ResourceConfig"].items()
-        if k not in ("InstanceType", "VolumeKmsKeyId", "KeepAlivePeriodInSeconds")
-    }
-    rc["InstanceCount"] = step.instance_count
-    if step.kind == ON_DEMAND:
-        rc["InstancePreferences"] = [{"InstanceType": t} for t in step.instance_types]
-    else:
-        rc["InstanceType"] = step.instance_types[0]
-    if step.kind == PLAN:
-        rc["TrainingPlanArn"] = step.plan_arn
-    if kms_key_arn and not any(t.local_nvme for t in types):
-        rc["VolumeKmsKeyId"] = kms_key_arn
-    if keep_alive_seconds > 0 and step.kind != SPOT:
-        rc["KeepAlivePeriodInSeconds"] = keep_alive_seconds
-    out["ResourceConfig"] = rc
-    spot = step.kind == SPOT
-    # Only a spot attempt carries the flag: SageMaker documents InstancePreferences (the
-    # on-demand step) as mutually exclusive with EnableManagedSpotTraining, even false.
-    if spot:
-        out["EnableManagedSpotTraining"] = True
-    else:
-        out.pop("EnableManagedSpotTraining", None)
-    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": runtime_seconds}
-    if spot:
-        stopping["MaxWaitTimeInSeconds"] = runtime_seconds + int(step.wait_seconds or 0)
-    out["StoppingCondition"] = stopping
-    env = _step_environment(out.get("Environment", {}), types)
-    env = attempt_environment(env, attempt=attempt, instance_types=list(step.instance_types))
-    if env:
-        out["Environment"] = env
-    else:
-        out.pop("Environment", None)
-    hp = dict(out.get("HyperParameters", {}))
-    if "sagemaker_instance_type" in hp:
-        if len(step.instance_types) == 1:
-            hp["sagemaker_instance_type"] = json.dumps(step.instance_types[0])
-        else:
-            # Unknown until SageMaker picks: the toolkit's smddp runner, the one reader, then
-            # takes the host's own type (current_instance_type) for its EFA flags.
-            del hp["sagemaker_instance_type"]
-    out["HyperParameters"] = hp
-    if infra_check:
-        out["InfraCheckConfig"] = {"EnableInfraCheck": True}
-    tags = [t for t in out.get("Tags", []) if t["Key"] != JOB_NAME_TAG_KEY]
-    tags.append({"Key": JOB_NAME_TAG_KEY, "Value": job_name})
-    out["Tags"] = tags
-    return out
+def plain_step(req: Any, spec: Any) -> Step:
+    """A job without a chain as a chain of one step: the request's own type, count and
+    capacity (spot with the request's wait, else on-demand). Not a chain's step: it renders
+    as jobs did before chains (``Step.chained``)."""
+    wait = None
+    if req.spot:
+        limit = req.max_wait_seconds
+        if limit is None:
+            limit = max(spec.max_wait_seconds, req.max_runtime_seconds)
+        wait = limit - req.max_runtime_seconds
+    kind = SPOT if req.spot else ON_DEMAND
+    return Step(kind, (req.instance_type,), req.instance_count, wait_seconds=wait, chained=False)
 
 
 def capacity_failure(update: Mapping[str, Any]) -> str | None:

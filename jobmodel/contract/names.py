@@ -75,7 +75,7 @@ PLATFORM_TAG_KEY = "ftl:platform"
 # In queue mode the payload handed to AWS Batch also carries the job's name: Batch names the
 # training job ``AWSBatch<name><32 hex>`` and may have to cut a long name to fit SageMaker's
 # 63 characters, so job events find the ledger job by this tag first. Every attempt of a
-# capacity-chain job carries it too, in either mode (``jobmodel.capacity.chain.render_step``).
+# capacity-chain job carries it too, in either mode (``jobmodel.render.render_attempt``).
 JOB_NAME_TAG_KEY = "ftl:job-name"
 # A team's training jobs carry their team (value: the team's name); the launch policy and the
 # job-events function's ownership check read it.
@@ -169,7 +169,7 @@ ENV_CAPACITY = "FTL_CAPACITY"
 # client's own variables (the ARN, or an http(s) URI, as the tracking URI; the experiment; the
 # run's name) and the platform's, which the entrypoint (training/ftl_train/tracking.py) logs
 # as the run's tags; ``FTL_TRACKING_ATTEMPT`` and ``FTL_TRACKING_INSTANCE_TYPE`` are rewritten
-# per attempt of a capacity chain (``jobmodel.capacity.chain.render_step``).
+# per attempt of a capacity chain (``jobmodel.render.render_attempt``).
 ENV_MLFLOW = "FTL_MLFLOW"
 ENV_MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
 ENV_MLFLOW_EXPERIMENT_NAME = "MLFLOW_EXPERIMENT_NAME"

@@ -1,10 +1,13 @@
 """Jobs: the job record in the ledger and every rule that changes it.
 
-Holds: ``record`` (``JobRecord``, ``Change`` and the one rule for changing a job),
+Holds: ``job`` (the record as types: ``Job``, ``Attempt``, the first record a submit claims,
+and which attributes are public, described and notified), ``record`` (``JobRecord``,
+``Change`` and the one rule for changing a job),
 ``training_state`` and ``queue_state`` (SageMaker's and Batch's state as ledger fields),
 ``attempts`` and ``held_end`` (a capacity chain's attempts), ``claims`` (a submit's claim and
 the sweep), ``effects`` (end effects owed on the record) and ``notifications`` (the job and
 budget notices on SNS and EventBridge, their attributes and schema).
 
-May import (within jobmodel): contract, money, capacity, _rules.
+May import (within jobmodel): contract, money, capacity, _rules, requests, platform,
+locations.
 """

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..contract.statuses import Status
 from . import effects as E
+from .job import CARE_VALUE as JOB_CARE_VALUE
 
 __all__ = [
     "CARE",
@@ -56,7 +57,7 @@ CLAIM_BOUND_S = 300.0
 SWEEP_MINUTES = 1
 # The job attribute that puts a job in the sweep's index, and its one value.
 CARE = "care"
-CARE_VALUE = "care"
+CARE_VALUE = JOB_CARE_VALUE
 
 assert REPLAY_START_S + TRIGGER_TIMEOUT_S < CLAIM_BOUND_S  # no start in flight at the bound
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..contract.statuses import TERMINAL_STATUSES
 from . import notifications as N
+from .job import PUBLIC_FIELDS as JOB_PUBLIC_FIELDS
 
 __all__ = [
     "ANNOUNCE",
@@ -46,24 +47,9 @@ END_EFFECTS: tuple[str, ...] = (ANNOUNCE, REGISTER)
 # itself: ``jobmodel.jobs.notifications``, the ``ended`` notification).
 DEDUP_ATTRIBUTE = "dedup_id"
 
-# The ledger attributes the announcement and the job-events function's answer carry.
-PUBLIC_FIELDS = (
-    "status",
-    "secondary_status",
-    "failure_reason",
-    "billable_seconds",
-    "training_seconds",
-    "spot_savings_percent",
-    "cost_usd",
-    "final_metrics",
-    "spot_interruptions",
-    "queue_reason",
-    "batch_job_id",
-    "training_job_name",
-    "team",
-    "template",
-    "updated_at",
-)
+# The ledger attributes the announcement and the job-events function's answer carry (marked
+# ``public`` on ``job.Job``).
+PUBLIC_FIELDS = JOB_PUBLIC_FIELDS
 
 
 def dedup_id(job_name: str, effect: str) -> str:

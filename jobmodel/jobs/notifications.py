@@ -27,6 +27,7 @@ from typing import Any
 from ..capacity.chain import attempt_name
 from ..contract.statuses import Status
 from ..money.limits import USAGE
+from .job import ENDED_FIELDS as JOB_ENDED_FIELDS
 
 __all__ = [
     "ATTRIBUTES",
@@ -50,6 +51,7 @@ __all__ = [
     "event_source",
     "is_notice",
     "job_notice",
+    "NOTICE_KEYS",
     "notice_kind",
     "notice_order",
     "owed_notices",
@@ -80,24 +82,16 @@ BUDGET_THRESHOLDS: tuple[int, ...] = (80, 100)
 MAX_DETAIL_BYTES = 256 * 1024
 _SOURCE_RE = re.compile(r"ftl\.[A-Za-z0-9][A-Za-z0-9._-]{0,200}")
 _MAX_ATTRIBUTE = 256
-_NOTICE_KEY_RE = re.compile(r"started|chain-step-[1-9][0-9]{0,3}")
-# The ledger attributes an ended notification's message carries.
-ENDED_FIELDS = (
-    "status",
-    "secondary_status",
-    "failure_reason",
-    "billable_seconds",
-    "training_seconds",
-    "spot_savings_percent",
-    "cost_usd",
-    "final_metrics",
-    "spot_interruptions",
-    "batch_job_id",
-    "attempt",
-    "instance_type",
-    "instance_count",
-    "updated_at",
+# The job notices a record may owe, one row each, in the order they are sent: the kind, and
+# the owed-effects mark key it is owed under (a number in it orders notices of one kind). A
+# new job notice is a row here and its message in ``job_notice``.
+NOTICE_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (STARTED, re.compile(r"started")),
+    (CHAIN_STEP, re.compile(r"chain-step-([1-9][0-9]{0,3})")),
 )
+# The ledger attributes an ended notification's message carries (marked ``notified`` on
+# ``job.Job``).
+ENDED_FIELDS = JOB_ENDED_FIELDS
 # Statuses before a job runs: the write from one of these to InProgress owes ``started``.
 _BEFORE_START = frozenset({Status.SUBMITTING, Status.QUEUED, Status.SCHEDULED})
 
@@ -118,20 +112,35 @@ class Notice:
 
 
 # ------------------------------------------------------------------ owed job notices
+def _row(key: str) -> tuple[int, str, re.Match[str]] | None:
+    for order, (kind, pattern) in enumerate(NOTICE_KEYS):
+        match = pattern.fullmatch(key)
+        if match is not None:
+            return order, kind, match
+    return None
+
+
 def is_notice(key: str) -> bool:
-    """Whether a key of the owed-effects mark is a job notice (``started``, ``chain-step-n``)."""
-    return bool(_NOTICE_KEY_RE.fullmatch(key))
+    """Whether a key of the owed-effects mark is a job notice (a row of :data:`NOTICE_KEYS`)."""
+    return _row(key) is not None
 
 
 def notice_kind(key: str) -> str:
-    return STARTED if key == STARTED else CHAIN_STEP
+    """The kind of the job notice owed under ``key`` (``ValueError`` when no row has it)."""
+    row = _row(key)
+    if row is None:
+        raise ValueError(f"{key!r} is not a job notice's key")
+    return row[1]
 
 
 def notice_order(key: str) -> tuple[int, int]:
-    """Sort key of owed notices: started first, then chain steps by attempt."""
-    if key == STARTED:
-        return (0, 0)
-    return (1, int(key.rsplit("-", 1)[1]))
+    """Sort key of owed notices: by their row, then by the number in the key (a chain step's
+    attempt)."""
+    row = _row(key)
+    if row is None:
+        raise ValueError(f"{key!r} is not a job notice's key")
+    order, _, match = row
+    return (order, int(match.group(1)) if match.groups() else 0)
 
 
 def owed_notices(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, str]:

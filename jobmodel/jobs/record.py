@@ -95,7 +95,6 @@ class JobRecord(TypedDict, total=False):
     chain_pending: bool
     stop_requested: bool
     prior_cost_usd: float
-    base_rendered: str
     # settlement (``money.limits.settle``)
     cost_usd: float
     usage_released: bool

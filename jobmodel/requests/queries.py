@@ -19,7 +19,6 @@ from .submit import validate_job_name
 
 __all__ = [
     "ADMIN_LIST_FIELDS",
-    "DESCRIBE_FIELDS",
     "LIST_FIELDS",
     "ListQuery",
     "only_fields",
@@ -32,23 +31,6 @@ ADMIN_LIST_FIELDS = LIST_FIELDS | {"team"}
 DEFAULT_LIST_LIMIT = 50
 MAX_LIST_LIMIT = 100
 MAX_NEXT_TOKEN = 2048
-# The ledger attributes ``describe`` (and ``list``) add to the job object when the ledger has
-# them (docs/API.md, "Other responses"): SageMaker's outcome of the job, written by the
-# job-events function (``final_metrics``: {name: value}; ``spot_interruptions``: how many
-# times the job entered the secondary status Interrupted) or by describe itself.
-DESCRIBE_FIELDS = (
-    "failure_reason",
-    "billable_seconds",
-    "training_seconds",
-    "spot_savings_percent",
-    "final_metrics",
-    "spot_interruptions",
-    # The model registry's version of a Completed job (jobmodel.after_training.registry, issue 27).
-    "model_package_arn",
-    "model_package_group",
-    "model_package_version",
-    "model_approval_status",
-)
 
 
 def only_fields(params: Mapping[str, Any], allowed: frozenset[str]) -> None:

@@ -77,6 +77,16 @@ class SubmitRequest:
         fingerprint are what they were (``submit_fields.form``)."""
         return SF.form(self)
 
+    @classmethod
+    def from_dict(cls, body: Mapping[str, Any]) -> SubmitRequest:
+        """The request :meth:`to_dict` wrote (the ledger's ``request``): each kept row's
+        value, a list read back as a tuple; a row the form left out takes its default."""
+        kept = {row.attr for row in SF.FIELDS if row.kept}
+        values: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in body.items() if k in kept
+        }
+        return cls(**values)
+
     def fingerprint(self) -> str:
         """sha256 hex of the normalised request (defaults applied, sorted keys).
 

@@ -7,6 +7,7 @@ rule catches a planted violation; every pattern is translated or listed here."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jobmodel as jm
-from ftl_trigger import batch
 from ftl_trigger.aws_operations import OPERATIONS
+from ftl_trigger.backends.queue import service_jobs as batch
 from jobmodel.capacity import chain as C
 from jobmodel.jobs import notifications as N
+from jobmodel.render import JobIdentity, render_attempt
 from jobmodel.teams import Team
 from tests.authz.conftest import deployment
 from tests.authz.harness import CONFIGURATIONS, record_client
@@ -156,13 +158,14 @@ def rendered(payload: dict[str, Any], spec: Any, scheduler: str, team: Team | No
     except jm.JobModelError:
         return None
     chained = bool(spec.capacity_chain)
+    base_who = "arn:aws:sts::123456789012:assumed-role/team-a-x/\U0001d400" * 3
     name = jm.make_job_name(
         req.job_name_prefix, now=NOW, rand_hex="abcd",
         team=team.name if team else None, reserve=C.ATTEMPT_SUFFIX_LEN if chained else 0,
     )  # fmt: skip
     base = jm.render_create_training_job(
         req, spec, PLATFORM, job_name=name, team=team.name if team else None,
-        requested_by="arn:aws:sts::123456789012:assumed-role/team-a-x/\U0001d400" * 3,
+        requested_by=base_who,
     )  # fmt: skip
     creates = [base]
     if chained:
@@ -170,17 +173,11 @@ def rendered(payload: dict[str, Any], spec: Any, scheduler: str, team: Team | No
             spec, instance_type=req.instance_type, count=req.instance_count,
             chosen=req.capacity, spot=req.spot, plan=None,
         )  # fmt: skip
+        who = JobIdentity(
+            name=name, team=team.name if team else None, requested_by=base_who
+        )  # fmt: skip
         creates = [
-            C.render_step(
-                base,
-                step,
-                job_name=name,
-                attempt=i,
-                runtime_seconds=req.max_runtime_seconds,
-                kms_key_arn=PLATFORM.kms_key_arn,
-                keep_alive_seconds=spec.keep_alive_seconds,
-                infra_check=spec.infra_check_on,
-            )
+            render_attempt(req, spec, PLATFORM, step, None, job=replace(who, attempt=i))
             for i, step in enumerate(steps[: C.MAX_ATTEMPTS], start=1)
         ]
     if scheduler == "direct":

@@ -20,7 +20,7 @@ from sandbox.batch_api import BatchSandbox
 from tests.lambda_support import ROOT
 
 sys.path.insert(0, str(ROOT / "lambda" / "trigger"))
-from ftl_trigger import batch as trigger_batch  # noqa: E402
+from ftl_trigger.backends.queue import service_jobs as trigger_batch  # noqa: E402
 
 
 class Clock:

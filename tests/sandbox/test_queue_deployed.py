@@ -131,12 +131,16 @@ def test_the_deployed_triggers_batch_client_reaches_the_stand_in(deployed, queue
     """The trigger's own botocore session (the asset's trimmed models) and its Batch module,
     loaded from the deployed zip with the environment the sandbox runs it with."""
     fn = DeployedFunction(deployed.endpoint, queue.output("TriggerFunctionName"))
-    # The handler imported the deployed ftl_trigger package; its batch module comes from the
+    # The handler imported the deployed ftl_trigger package; its Batch module comes from the
     # same folder of the deployed zip.
-    aws, batch = (fn.module.asset_modules[f"ftl_trigger.{m}"] for m in ("aws", "batch"))
+    names = ("aws", "backends.queue.service_jobs")
+    aws, batch = (fn.module.asset_modules[f"ftl_trigger.{m}"] for m in names)
     # ... and only it: the repository's own modules are still the ones a later import gets.
     assert sys.modules["jobmodel.contract.errors"] is jobmodel.contract.errors
-    assert "ftl_trigger.batch" not in sys.modules or sys.modules["ftl_trigger.batch"] is not batch
+    assert (
+        "ftl_trigger.backends.queue.service_jobs" not in sys.modules
+        or sys.modules["ftl_trigger.backends.queue.service_jobs"] is not batch
+    )
     assert Path(batch.__file__).is_relative_to(fn.code_dir)
     assert (fn.code_dir / "botocore_data" / "batch").is_dir()
     client = aws.session().create_client("batch", region_name=REGION)

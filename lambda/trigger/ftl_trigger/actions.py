@@ -29,7 +29,9 @@ from ftl_ledger.ledger import Ledger
 from ftl_ledger.notify import BudgetWatch
 from ftl_ledger.writer import JobWriter
 from ftl_trigger.adapters import Call
-from ftl_trigger.backend import Backend, Backends
+from ftl_trigger.backends import Backend, Backends
+from ftl_trigger.backends.host import StartRecorder
+from ftl_trigger.backends.queue.flow import QueueFlow
 from ftl_trigger.caller_flow import CallerFlow
 from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
@@ -38,12 +40,10 @@ from ftl_trigger.identity import Caller
 from ftl_trigger.job_flow import JobFlow
 from ftl_trigger.models_flow import ModelsFlow
 from ftl_trigger.paging import Signer
-from ftl_trigger.queue_flow import QueueFlow
+from ftl_trigger.quota_gate import QuotaGate
 from ftl_trigger.records import Clock, Effects, Records
 from ftl_trigger.remote import map_aws_error
-from ftl_trigger.service_quotas import QuotaGate
-from ftl_trigger.starts import StartRecorder
-from ftl_trigger.submit import SubmitFlow
+from ftl_trigger.submit_flow import SubmitFlow
 from ftl_trigger.views import JobViews
 from jobmodel.contract.errors import ValidationError
 from jobmodel.jobs.claims import SUBMIT_GRACE_S
@@ -84,7 +84,12 @@ class Launcher:
         self.records = Records(ledger=self.ledger, writer=self.writer, effects=self.effects)
         self.views = JobViews(settings=runtime, clock=self.clock)
         # How claimed jobs get capacity: chosen once, from the scheduler configuration.
-        starts = StartRecorder(runtime=runtime, records=self.records, clock=self.clock)
+        self.queue = QueueFlow(
+            settings=runtime, ledger=self.ledger, records=self.records, clock=self.clock
+        )
+        starts = StartRecorder(
+            runtime=runtime, records=self.records, clock=self.clock, queue=self.queue
+        )
         self.backends = Backends(host=starts, scheduler=runtime.scheduler)
         self.backend: Backend = self.backends.chosen
         self._compose(runtime)
@@ -105,10 +110,7 @@ class Launcher:
         """The flows, each given what it uses."""
         records, clock, backends = self.records, self.clock, self.backends
         self.quota_gate = QuotaGate(settings=runtime)
-        self.queue = QueueFlow(settings=runtime, ledger=self.ledger, records=records, clock=clock)
-        self.chains = ChainFlow(
-            settings=runtime, records=records, clock=clock, backends=backends, queue=self.queue
-        )
+        self.chains = ChainFlow(settings=runtime, records=records, clock=clock, backends=backends)
         self.care = CareFlow(
             ledger=self.ledger,
             records=records,
@@ -135,8 +137,8 @@ class Launcher:
             signer=self.signer,
             clock=clock,
             views=self.views,
+            backends=backends,
             chains=self.chains,
-            queue=self.queue,
             care=self.care,
         )
         self.callers = CallerFlow(settings=runtime, usage=self.usage)

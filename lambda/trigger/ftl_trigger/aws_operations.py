@@ -29,7 +29,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "sns": ("Publish",),
     # Notifications (ftl_ledger.notify): every platform event on the event bus too.
     "events": ("PutEvents",),
-    # Quota-aware submit (ftl_trigger/service_quotas.py): the account's SageMaker quotas.
+    # Quota-aware submit (ftl_trigger/quota_gate.py): the account's SageMaker quotas.
     "service-quotas": ("ListServiceQuotas",),
     # The queue scheduler's service jobs (SageMaker training jobs run through AWS Batch).
     # GetJobQueueSnapshot gives a queued job's position.

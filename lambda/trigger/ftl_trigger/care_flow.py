@@ -22,9 +22,9 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ftl_trigger.backend import Backends
+from ftl_trigger.backends import Backends
+from ftl_trigger.backends.host import RECORD_PENDING
 from ftl_trigger.records import Clock, Effects, Records, ledger_call
-from ftl_trigger.starts import RECORD_PENDING
 from jobmodel.contract.errors import JobModelError, UpstreamError
 from jobmodel.contract.statuses import Status
 from jobmodel.jobs import claims as CL

@@ -2,14 +2,14 @@
 start its attempts one after another through the backend, stop the chain.
 
 A chained job's attempts are started only here, each through the backend the job was claimed
-for (``ftl_trigger.backend``), so both schedulers run chains: in direct mode an attempt is a
+for (``ftl_trigger.backends``), so both schedulers run chains: in direct mode an attempt is a
 ``CreateTrainingJob``, in queue mode a new Batch service job (Batch's own retries of one
 attempt stay). An attempt that could not get capacity, when it fails to start or when
 SageMaker ends it for want of capacity (``jobmodel.jobs.attempts``), leaves the next one pending;
 :meth:`ChainFlow.advance_pending` starts it: at once after a failed start, from describe and
 status, and when the job-events function asks (the ``advance`` action, door ``chain``); a stop
 stops the job between the two attempts instead. A failed start's move to the next step is
-recorded by the backends' host (``starts.StartRecorder``).
+recorded by the backends' host (``backends.host.StartRecorder``).
 
 :class:`ChainFlow` is given the runtime's plans, prices and templates (``settings``), the
 records, the clock, the backends, and the queue flow (a queue-mode attempt is looked at as
@@ -23,11 +23,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ftl_trigger.backend import Backends
-from ftl_trigger.backend_queue import is_queued_job
-from ftl_trigger.queue_flow import QueueFlow
+from ftl_trigger.attempt_request import RenderSettings, record_attempt_request
+from ftl_trigger.backends import Backends
 from ftl_trigger.records import Clock, Records
-from jobmodel import TERMINAL_STATUSES, PlatformConfig
 from jobmodel.capacity import chain as C
 from jobmodel.capacity.plans import CapacityConfig
 from jobmodel.contract.errors import CapacityError, Conflict, JobModelError, ValidationError
@@ -41,14 +39,12 @@ LOG = logging.getLogger("ftl.trigger")
 MAX_STARTS = C.MAX_ATTEMPTS  # starts of one request (each failed start moves one step on)
 
 
-class ChainSettings(Protocol):
-    """What a chain reads of the runtime: the training plans, the prices, the templates and
-    the platform (its region and KMS key)."""
+class ChainSettings(RenderSettings, Protocol):
+    """What a chain reads of the runtime: the training plans, the prices, and what an
+    attempt's rendering reads (``attempt_request.RenderSettings``)."""
 
     capacity: CapacityConfig
     prices: Any  # a PriceTable or LivePrices: ``hourly(region, instance_type)``
-    catalog: Mapping[str, TemplateSpec]
-    platform: PlatformConfig
 
 
 class ChainFlow:
@@ -59,13 +55,11 @@ class ChainFlow:
         records: Records,
         clock: Clock,
         backends: Backends,
-        queue: QueueFlow,
     ) -> None:
         self.settings = settings
         self.records = records
         self.clock = clock
         self.backends = backends
-        self.queue = queue
 
     # ------------------------------------------------------------------ submit
     def plan_steps(
@@ -110,21 +104,6 @@ class ChainFlow:
             req.max_runtime_seconds,
         )
 
-    def attempt_request(self, job: Mapping[str, Any], attempt: int) -> dict[str, Any]:
-        """Attempt ``attempt``'s ``CreateTrainingJob`` request, from the job's base request."""
-        spec = self.settings.catalog[job["template"]]
-        request = json.loads(job["request"])
-        return C.render_step(
-            json.loads(job["base_rendered"]),
-            C.Step.from_dict(job["chain"][attempt - 1]),
-            job_name=job["job_name"],
-            attempt=attempt,
-            runtime_seconds=int(request["max_runtime_seconds"]),
-            kms_key_arn=self.settings.platform.kms_key_arn,
-            keep_alive_seconds=spec.keep_alive_seconds,
-            infra_check=spec.infra_check_on,
-        )
-
     # ------------------------------------------------------------------- start
     def start_chained(self, job: dict[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any]:
         """Start the job's current attempt; while starts fail for want of capacity and steps
@@ -144,7 +123,7 @@ class ChainFlow:
     def _claim_pending(self, job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], bool]:
         """Write the pending attempt's request as the job's (so a replay restarts it); the
         record, the request and whether this call claimed it (one caller starts it)."""
-        rendered = self.attempt_request(job, int(job["attempt"]))
+        rendered = record_attempt_request(self.settings, job, int(job["attempt"]))
         text = json.dumps(rendered, sort_keys=True)
         digest = request_hash(rendered)
         clock = self.clock
@@ -177,17 +156,12 @@ class ChainFlow:
 
     def advance(self, name: str) -> dict[str, Any]:
         """The ``advance`` action (the job-events function, door ``chain``): start the job's
-        pending attempt. A queue-mode chained job with none pending is first brought up to
-        date as describe does: Batch's end of its attempt may be held (``jobmodel.jobs.held_end``),
-        and DescribeServiceJob and DescribeTrainingJob say whether it was for want of
-        capacity (the next attempt then starts) or ends the job."""
+        pending attempt, after the job's backend caught up on what its events may not have said
+        (``backend.Backend.catch_up``: queue mode's held end of an attempt)."""
         job = self.records.get(name)
         if job is None:
             return {"job_name": name, "advanced": False}
-        looked = job
-        live = job["status"] not in TERMINAL_STATUSES
-        if live and A.chained(job) and is_queued_job(job) and not job.get("chain_pending"):
-            looked, _ = self.queue.refresh_queued(job)
+        looked = self.backends.of(job).catch_up(job)
         after = self.advance_pending(looked)
         return {
             "job_name": name,

@@ -17,16 +17,14 @@ from ftl_ledger.ledger import Ledger
 from ftl_ledger.notify import Notifier, NotifySettings
 from ftl_trigger import aws
 from ftl_trigger.prices import LivePrices
-from ftl_trigger.service_quotas import LiveQuotas
+from ftl_trigger.quota_gate import LiveQuotas
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.after_training.registry import ENV_MODEL_REGISTRY
 from jobmodel.after_training.tracking import TrackingConfig
-from jobmodel.after_training.tracking_job import apply_tracking
 from jobmodel.capacity.plans import CapacityConfig
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
 from jobmodel.money.pricing import PriceTable
-from jobmodel.requests.submit import SubmitRequest
 from jobmodel.teams import TeamsConfig
 
 # Explicit retries (boto3's default mode is still "legacy"): standard mode retries throttling
@@ -94,20 +92,6 @@ class Runtime:
     # The stacks made the model registry's groups (FTL_MODEL_REGISTRY=on): Completed jobs
     # register (jobmodel.after_training.registry), and the models and review actions answer.
     model_registry: bool = False
-
-    def track(
-        self, rendered: dict[str, Any], req: SubmitRequest, team: str | None, estimate: float | None
-    ) -> None:
-        """Issue 27: a tracked job's MLflow environment into ``rendered`` (in place)."""
-        apply_tracking(
-            rendered,
-            requested=req.tracking,
-            spec=self.catalog[req.template],
-            config=self.tracking,
-            platform=self.platform.platform_name,
-            team=team,
-            estimate_usd=estimate,
-        )
 
     # The notifications' team topics, event bus and budgets (ftl_ledger.notify), and the
     # EventBridge client (None: no events).

@@ -2,9 +2,9 @@
 
 :class:`JobFlow` is given the runtime's SageMaker client, templates and teams (``settings``),
 the ledger (listing), the records, the list token's signer, the clock, and the flows it calls:
-the job views, the capacity chains (a pending attempt started, a chain stopped between two
-attempts), the queue flow (a queue-mode job's refresh, stop and place) and the care flow (a
-stale claim resolved, owed end effects done).
+the job views, the backends (a job's refresh, stop and place, whichever mode it runs in), the
+capacity chains (a pending attempt started, a chain stopped between two attempts) and the care
+flow (a stale claim resolved, owed end effects done).
 """
 
 from __future__ import annotations
@@ -12,17 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from ftl_trigger.backend_queue import is_queued_job
+from ftl_trigger.backends import Backends
+from ftl_trigger.backends.queue.look import QueueSpot
 from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.identity import Caller
 from ftl_trigger.paging import Signer
-from ftl_trigger.queue_flow import QueueFlow
-from ftl_trigger.queue_look import QueueSpot
 from ftl_trigger.records import Clock, Records, ledger_call
-from ftl_trigger.remote import describe_training_job, map_aws_error
 from ftl_trigger.views import JobViews
 from jobmodel import TERMINAL_STATUSES, NotFound, TemplateSpec, ValidationError
 from jobmodel.contract.errors import Conflict
@@ -31,8 +27,6 @@ from jobmodel.contract.statuses import Status
 from jobmodel.jobs import attempts as A
 from jobmodel.jobs import effects as E
 from jobmodel.jobs.claims import CLAIM_BOUND_S
-from jobmodel.jobs.record import Change
-from jobmodel.jobs.training_state import from_training_job
 from jobmodel.requests.queries import validate_list
 from jobmodel.teams import TeamsConfig
 
@@ -43,7 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 class JobSettings(Protocol):
     """What describe, stop and list read of the runtime."""
 
-    sagemaker: Any
     catalog: Mapping[str, TemplateSpec]
     teams: TeamsConfig
 
@@ -58,8 +51,8 @@ class JobFlow:
         signer: Signer,
         clock: Clock,
         views: JobViews,
+        backends: Backends,
         chains: ChainFlow,
-        queue: QueueFlow,
         care: CareFlow,
     ) -> None:
         self.settings = settings
@@ -68,8 +61,8 @@ class JobFlow:
         self.signer = signer
         self.clock = clock
         self.views = views
+        self.backends = backends
         self.chains = chains
-        self.queue = queue
         self.care = care
 
     # -------------------------------------------------------------- describe
@@ -92,18 +85,10 @@ class JobFlow:
             job = self.chains.advance_pending(job)  # a chain's next attempt not started yet
         if job["status"] in TERMINAL_STATUSES or job["status"] == Status.SUBMITTING:
             return job, None
-        if is_queued_job(job):
-            job, position = self.queue.refresh_queued(job)
-            if advance and job.get("chain_pending"):  # it ended for want of capacity
-                return self.chains.advance_pending(job), None
-            return job, position
-        described = describe_training_job(self.settings.sagemaker, A.current_training_job(job))
-        if described is not None:
-            update = from_training_job(described)
-            job = self.records.write(job, lambda current: A.change_for(current, update))
-            if advance and job.get("chain_pending"):
-                job = self.chains.advance_pending(job)
-        return job, None
+        job, position = self.backends.of(job).refresh(job)
+        if advance and job.get("chain_pending"):  # it ended for want of capacity
+            return self.chains.advance_pending(job), None
+        return job, position
 
     # ------------------------------------------------------------------ stop
     def stop(self, name: str, caller: Caller) -> dict[str, Any]:
@@ -124,16 +109,7 @@ class JobFlow:
             stopped = self.chains.stop_chained(job)
             if stopped is not None:  # between two attempts: nothing runs, the job stopped
                 return view(stopped, detail=True)
-        if is_queued_job(job):
-            return view(self.queue.stop_queued(job, caller), detail=True)
-        try:
-            self.settings.sagemaker.stop_training_job(TrainingJobName=A.current_training_job(job))
-        except (ClientError, BotoCoreError) as exc:
-            raise map_aws_error(exc, "StopTrainingJob") from None
-        # By the order rules: the job may have ended (and its end been recorded and published
-        # by another writer) while the stop call was in flight; Stopping never replaces it.
-        stopping = Change.launcher(Status.STOPPING, self.clock.ms())
-        return view(self.records.write(job, stopping), detail=True)
+        return view(self.backends.of(job).stop(job, caller), detail=True)
 
     # ------------------------------------------------------------------ list
     def list_jobs(self, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
@@ -164,7 +140,7 @@ class JobFlow:
         # A stale claim on the page is looked for, and owed end effects done (a failed look
         # leaves the job as listed).
         items = [self.care.look_after_quietly(i) if _needs_look(i) else i for i in items]
-        positions = self.queue.positions(items)
+        positions = self.backends.chosen.positions(items)
         result: dict[str, Any] = {
             "jobs": [
                 self.views.view(

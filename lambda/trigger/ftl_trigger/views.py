@@ -10,17 +10,17 @@ import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from ftl_trigger.backend_queue import epoch_ms, is_queued_job
-from ftl_trigger.queue_look import QueueSpot
+from ftl_trigger.backends.host import RECORD_PENDING
+from ftl_trigger.backends.queue.backend import epoch_ms, is_queued_job
+from ftl_trigger.backends.queue.look import QueueSpot
 from ftl_trigger.records import Clock
-from ftl_trigger.starts import RECORD_PENDING
 from jobmodel.after_training.tracking_job import run_view
 from jobmodel.capacity.scheduler import SchedulerConfig, share_of
 from jobmodel.contract.statuses import Status
 from jobmodel.jobs import attempts as A
+from jobmodel.jobs.job import DESCRIBE_FIELDS
 from jobmodel.jobs.queue_state import BATCH_WAITING, classify_reason, waited_seconds
 from jobmodel.money.pricing import cost_usd
-from jobmodel.requests.queries import DESCRIBE_FIELDS
 
 __all__ = ["UNLOOKED", "JobViews"]
 

@@ -15,6 +15,7 @@ from botocore.validate import validate_parameters
 import jobmodel as jm
 from jobmodel.capacity import chain as C
 from jobmodel.capacity.plans import CapacityConfig, CapacityError
+from jobmodel.render import JobIdentity, render_attempt
 
 SHAPE = (
     botocore.session.get_session()
@@ -114,15 +115,8 @@ def test_every_step_of_a_multi_node_chain_validates_against_botocore(
     steps = _steps(spec)
     assert [s.kind for s in steps] == ["spot", "on-demand", "training-plan"]
     for attempt, step in enumerate(steps, start=1):
-        out = C.render_step(
-            base,
-            step,
-            job_name=name,
-            attempt=attempt,
-            runtime_seconds=req.max_runtime_seconds,
-            kms_key_arn=platform.kms_key_arn,
-            infra_check=spec.infra_check_on,
-        )
+        job = JobIdentity(name=name, attempt=attempt)
+        out = render_attempt(req, spec, platform, step, None, job=job)
         validate_parameters(out, SHAPE)
         assert len(out["TrainingJobName"]) <= 63
         assert out["CheckpointConfig"] == base["CheckpointConfig"]

@@ -17,13 +17,13 @@ from jobmodel.after_training.tracking import (
 )
 from jobmodel.after_training.tracking_job import (
     TRACKING_VARIABLES,
-    apply_tracking,
     run_view,
     tracked,
     tracking_environment,
 )
 from jobmodel.capacity import chain as C
 from jobmodel.contract import names as N
+from jobmodel.render import AttemptTracking, JobIdentity, render_attempt
 from tests.unit.jobmodel.template_support import rule_of, spec_with
 
 ARN = "arn:aws:sagemaker:us-east-1:123456789012:mlflow-tracking-server/ftl-mlflow"
@@ -108,18 +108,19 @@ def test_the_template_rule(shipped):
     assert round_trip.tracking is False
 
 
-def _rendered(catalog, platform, template="distilbert-spot", team=None, **fields):
+def _rendered(catalog, platform, template="distilbert-spot", team=None, step=None, **fields):
     req = jm.validate_submit({"template": template, **fields}, catalog, platform, tracking=ON)
     name = "team-a-x-20261126-1800-ab12" if team else "x-20261126-1800-ab12"
-    out = jm.render_create_training_job(req, catalog[template], platform, job_name=name, team=team)
+    spec = catalog[template]
+    step = step or C.plain_step(req, spec)
+    job = JobIdentity(name=name, team=team, attempt=2 if step.chained else 1)
+    out = render_attempt(req, spec, platform, step, AttemptTracking(ON, 12.345), job=job)
     return req, out
 
 
 def test_a_tracked_job_gets_the_mlflow_environment_and_no_mlflow_config(catalog, platform):
     req, out = _rendered(catalog, platform, team="team-a")
     spec = catalog["distilbert-spot"]
-    kwargs = dict(spec=spec, config=ON, platform="ftl", team="team-a", estimate_usd=12.345)
-    apply_tracking(out, requested=req.tracking, **kwargs)
     env = out["Environment"]
     assert env[N.ENV_MLFLOW_TRACKING_URI] == ARN
     assert env[N.ENV_MLFLOW_EXPERIMENT_NAME] == "ftl/team-a"
@@ -139,9 +140,13 @@ def test_a_tracked_job_gets_the_mlflow_environment_and_no_mlflow_config(catalog,
         "run_name": out["TrainingJobName"],
     }
     _, untracked = _rendered(catalog, platform, tracking=False)
-    before = json.dumps(untracked, sort_keys=True)
-    apply_tracking(untracked, requested=False, **kwargs)
-    assert json.dumps(untracked, sort_keys=True) == before
+    plain = jm.render_create_training_job(
+        jm.validate_submit({"template": "distilbert-spot", "tracking": False}, catalog, platform),
+        spec,
+        platform,
+        job_name=untracked["TrainingJobName"],
+    )
+    assert json.dumps(untracked, sort_keys=True) == json.dumps(plain, sort_keys=True)
     assert run_view(untracked.get("Environment", {})) is None
 
 
@@ -164,33 +169,16 @@ def test_experiments_per_team_and_template():
 
 
 def test_a_chains_later_attempt_continues_the_run_with_its_attempt(catalog, platform):
-    req, out = _rendered(catalog, platform, template="distilbert-chain")
-    spec = catalog["distilbert-chain"]
-    apply_tracking(
-        out,
-        requested=None,
-        spec=spec,
-        config=ON,
-        platform="ftl",
-        team=None,
-        estimate_usd=None,
-    )
     step = C.Step(
         kind=C.ON_DEMAND, instance_types=("ml.g5.xlarge", "ml.g5.2xlarge"), instance_count=1
     )
-    second = C.render_step(
-        out,
-        step,
-        job_name=out["TrainingJobName"],
-        attempt=2,
-        runtime_seconds=3600,
-        kms_key_arn=None,
-    )
+    _, first = _rendered(catalog, platform, template="distilbert-chain")
+    _, second = _rendered(catalog, platform, template="distilbert-chain", step=step)
     env = second["Environment"]
     assert env[N.ENV_TRACKING_ATTEMPT] == "2"
     assert env[N.ENV_TRACKING_INSTANCE_TYPE] == "ml.g5.xlarge,ml.g5.2xlarge"
-    assert env[N.ENV_MLFLOW_RUN_NAME] == out["TrainingJobName"]  # the same run
-    assert second["TrainingJobName"] == out["TrainingJobName"] + "-a2"
+    assert env[N.ENV_MLFLOW_RUN_NAME] == first["TrainingJobName"]  # the same run
+    assert second["TrainingJobName"] == first["TrainingJobName"] + "-a2"
 
 
 def test_the_trigger_environment_round_trips():

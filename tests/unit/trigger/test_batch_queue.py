@@ -1,4 +1,5 @@
-"""Queue mode's Batch calls (lambda/trigger/ftl_trigger/batch.py) against botocore's Stubber."""
+"""Queue mode's Batch calls (lambda/trigger/ftl_trigger/backends/queue/service_jobs.py) against
+botocore's Stubber."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ftl_trigger import batch
+from ftl_trigger.backends.queue import service_jobs as batch
 from jobmodel import NotFound, ValidationError
 from jobmodel.contract.errors import Conflict, Throttled, UpstreamError
 from jobmodel.jobs.queue_state import STOP_REASON
@@ -174,7 +175,7 @@ def test_describe_queued_job_and_its_position(stubbed):
     )
     out = batch.describe(client, "j-1")
     assert out["status"] == "Queued" and "queue_position" not in out
-    # The position: one snapshot, read once per request (ftl_trigger.queue_look).
+    # The position: one snapshot, read once per request (ftl_trigger.backends.queue.look).
     assert batch.positions_of(batch.queue_order(client, QUEUE) or [])[JOB_ARN] == 2
     assert out["queue_reason"] == "waiting for capacity" and out["batch_job_id"] == "j-1"
 

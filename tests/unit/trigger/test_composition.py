@@ -94,7 +94,7 @@ def test_no_flow_reaches_into_another_objects_private_state():
     """``<anything but self>._<name>``: code using what another object keeps to itself
     (as the mixins did, and as the backends did with the launcher's ``host._write``)."""
     reaching = []
-    for path in sorted((TRIGGER_DIR / "ftl_trigger").glob("*.py")):
+    for path in sorted((TRIGGER_DIR / "ftl_trigger").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
                 continue

@@ -407,7 +407,7 @@ def test_a_lost_claim_response_is_recovered_by_the_retry(launcher, prefix, monke
     """The claim transaction was applied but its answer was lost (every attempt): the caller
     gets an error; the retry with the same token finds the claimed job still Submitting,
     waits, then starts it under the claimed name: one job, consistent ledger."""
-    from ftl_trigger import submit
+    from ftl_trigger import submit_flow as submit
 
     monkeypatch.setattr(submit, "WAIT_FOR_PEER_S", 0.05)
     fault = sequence(lost_response, read_timeout)
@@ -431,7 +431,7 @@ def test_ledger_throttled_after_the_job_started_is_recovered_by_the_retry(
     """CreateTrainingJob succeeded, then the ledger update was throttled on every attempt.
     The replay with the same token re-sends the same name, SageMaker says ResourceInUse, the
     launcher adopts the job: exactly one job and an InProgress ledger."""
-    from ftl_trigger import submit
+    from ftl_trigger import submit_flow as submit
 
     monkeypatch.setattr(submit, "WAIT_FOR_PEER_S", 0.05)
     code = "ProvisionedThroughputExceededException"

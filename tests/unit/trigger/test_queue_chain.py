@@ -14,7 +14,7 @@ from botocore.session import get_session
 from botocore.validate import validate_parameters
 
 from ftl_ledger.items import from_item
-from ftl_trigger import batch
+from ftl_trigger.backends.queue import service_jobs as batch
 from jobmodel.money.pricing import PriceTable
 from sandbox.clock import SimClock, use_clock
 from tests.lambda_support import client, load_handler

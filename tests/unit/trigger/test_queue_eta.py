@@ -132,7 +132,7 @@ def test_without_the_queues_capacity_the_bound_is_unknown(
 def test_a_queue_that_cannot_be_read_leaves_the_estimate_unknown_not_the_describe(
     two_slots, prefix, monkeypatch
 ):
-    from ftl_trigger import batch
+    from ftl_trigger.backends.queue import service_jobs as batch
 
     for x in "abc":
         two_slots(job(f"{prefix}-{x}"))

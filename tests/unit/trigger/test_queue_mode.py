@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
-from ftl_trigger import batch
+from ftl_trigger.backends.queue import service_jobs as batch
 from jobmodel.jobs.queue_state import STOP_REASON
 from tests.expected import JOB_FIELDS
 from tests.lambda_support import emf_records, emf_totals, http_event
@@ -209,7 +209,7 @@ def test_a_5xx_submit_looks_for_the_job_before_failing(queued, prefix, monkeypat
 
 
 def test_a_5xx_submit_that_cannot_be_checked_keeps_the_claim(queued, prefix, monkeypatch):
-    from ftl_trigger import submit
+    from ftl_trigger import submit_flow as submit
 
     monkeypatch.setattr(submit, "WAIT_FOR_PEER_S", 0.05)
     client = queued.module.RUNTIME.batch
@@ -238,7 +238,7 @@ def test_a_5xx_submit_that_cannot_be_checked_keeps_the_claim(queued, prefix, mon
 def test_a_crash_before_the_ledger_knew_the_batch_job_is_finished_by_the_retry(
     queued, prefix, monkeypatch, reached_batch
 ):
-    from ftl_trigger import submit
+    from ftl_trigger import submit_flow as submit
 
     monkeypatch.setattr(submit, "WAIT_FOR_PEER_S", 0.05)
     client = queued.module.RUNTIME.batch
@@ -579,9 +579,9 @@ def test_ledger_write_job_conditions_removals_and_one_release(queued, prefix):
 
 
 def test_the_backend_is_chosen_once_from_the_scheduler(launcher, queued):
-    """Starting a claimed job is one interface (ftl_trigger.backend) with one module per
+    """Starting a claimed job is one interface (ftl_trigger.backends) with one module per
     way of getting capacity, picked from FTL_SCHEDULER when the container starts."""
-    from ftl_trigger.backend import BACKENDS
+    from ftl_trigger.backends import BACKENDS
     from jobmodel.capacity.scheduler import SCHEDULERS
 
     assert set(BACKENDS) == set(SCHEDULERS)

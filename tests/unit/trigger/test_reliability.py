@@ -162,7 +162,7 @@ def test_crash_between_ledger_write_and_create_is_finished_by_the_retry(
     launcher, prefix, monkeypatch
 ):
     """The first call dies after claiming the token; the retry creates exactly one job."""
-    from ftl_trigger import submit
+    from ftl_trigger import submit_flow as submit
 
     monkeypatch.setattr(submit, "WAIT_FOR_PEER_S", 0.05)
     request = {"template": "distilbert-spot", "job_name": prefix, "client_token": prefix}
@@ -190,7 +190,7 @@ def test_crash_between_ledger_write_and_create_is_finished_by_the_retry(
 
 
 def test_the_retry_sends_the_same_rendered_request(launcher, prefix, monkeypatch):
-    from ftl_trigger import submit
+    from ftl_trigger import submit_flow as submit
 
     monkeypatch.setattr(submit, "WAIT_FOR_PEER_S", 0.05)
     sm = launcher.module.RUNTIME.sagemaker

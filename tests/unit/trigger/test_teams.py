@@ -253,7 +253,7 @@ def test_whoami_on_both_doors(teams):
 
 
 def test_stop_of_a_job_still_submitting_is_a_conflict(teams, prefix, monkeypatch):
-    from ftl_trigger import backend_direct
+    from ftl_trigger.backends.direct import backend as backend_direct
 
     def crash(sm, rendered):
         raise SystemExit

@@ -100,7 +100,7 @@ def test_every_client_call_in_the_trigger_is_a_declared_operation():
             )
     # The scan sees the launcher's calls (it is not vacuous), and only client calls.
     assert {"create_training_job", "describe_training_job", "get_item", "query"} <= found
-    # Queue mode's Batch calls (ftl_trigger/batch.py) are seen too.
+    # Queue mode's Batch calls (ftl_trigger/backends/queue/service_jobs.py) are seen too.
     assert {
         "submit_service_job",
         "describe_service_job",
@@ -231,7 +231,7 @@ def test_queue_flows_run_on_the_trimmed_batch_model(bundled_queue, prefix):
     listed = _call(module, {"action": "list", "status": "Queued"})["jobs"]
     assert [j["queue_position"] for j in listed] == [1]
     # ListServiceJobs (the look-up after a lost SubmitServiceJob answer).
-    from ftl_trigger import batch
+    from ftl_trigger.backends.queue import service_jobs as batch
 
     found = batch.find_by_name(module.RUNTIME.batch, queue_arn, waiting["job_name"])
     assert found["jobId"] == waiting["batch_job_id"]

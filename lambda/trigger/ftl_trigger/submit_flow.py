@@ -1,6 +1,6 @@
 """Submit: validate, check the team's limits, claim the job in the ledger, start it.
 
-Starting the claimed job is the backend's (``ftl_trigger.backend``: SageMaker's
+Starting the claimed job is the backend's (``ftl_trigger.backends``: SageMaker's
 ``CreateTrainingJob`` in direct mode, an AWS Batch service job in queue mode), chosen once
 from the scheduler configuration. Everything before it is the same.
 
@@ -18,33 +18,29 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ftl_ledger.job_codec import to_record
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
-from ftl_trigger.backend import Backends
+from ftl_trigger.attempt_request import RenderSettings, attempt_request
+from ftl_trigger.backends import Backends
 from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
+from ftl_trigger.quota_gate import QuotaGate
 from ftl_trigger.records import Clock, Records, ledger_call
-from ftl_trigger.service_quotas import QuotaGate
 from ftl_trigger.views import JobViews
 from jobmodel import (
-    PlatformConfig,
-    TemplateSpec,
     ValidationError,
-    checkpoint_s3_uri,
     make_job_name,
-    output_s3_uri,
-    render_create_training_job,
     request_hash,
     validate_submit,
 )
-from jobmodel.after_training.tracking import TrackingConfig
 from jobmodel.capacity import chain as C
-from jobmodel.capacity.plans import SPOT
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.statuses import Status
 from jobmodel.jobs import attempts as A
 from jobmodel.jobs import claims as CL
+from jobmodel.jobs.job import Job
 from jobmodel.money import limits as Q
 from jobmodel.money.pricing import estimate_max_cost_usd
 from jobmodel.requests.submit import SubmitRequest
@@ -63,19 +59,12 @@ NAME_ATTEMPTS = 3
 MAX_RACES = 50
 
 
-class SubmitSettings(Protocol):
-    """What a submit reads of the runtime."""
+class SubmitSettings(RenderSettings, Protocol):
+    """What a submit reads of the runtime (and what rendering reads,
+    ``attempt_request.RenderSettings``)."""
 
-    catalog: Mapping[str, TemplateSpec]
-    platform: PlatformConfig
     scheduler: SchedulerConfig
     prices: Any  # a PriceTable or LivePrices: ``hourly(region, instance_type)``
-    team_roles: Mapping[str, str]
-    tracking: TrackingConfig  # the platform's MLflow servers (issue 27)
-
-    def track(
-        self, rendered: dict[str, Any], req: SubmitRequest, team: str | None, estimate: float | None
-    ) -> None: ...
 
     @property
     def random_hex(self) -> Callable[[], str]: ...
@@ -234,55 +223,33 @@ class SubmitFlow:
             team=team,
             reserve=C.ATTEMPT_SUFFIX_LEN if steps else 0,
         )
-        rendered = render_create_training_job(
+        # Attempt 1: a plain job's one step, or the chain's first.
+        rendered = attempt_request(
+            rt,
             req,
-            rt.catalog[req.template],
-            rt.platform,
+            steps[0] if steps else None,
             job_name=name,
+            attempt=1,
+            team=team,
+            requested_by=caller.principal,
+            estimate=estimate,
+        )
+        claimed = Job.claim(
+            req,
+            job_name=name,
+            rendered=rendered,
+            rendered_hash=request_hash(rendered),
+            platform=rt.platform,
             requested_by=caller.principal,
             team=team,
-            role_arn=rt.team_roles.get(team) if team else None,
+            now=now,
+            price=price,
+            estimate=estimate,
+            price_reason=reason,
+            steps=steps or (),
         )
-        rt.track(rendered, req, team, estimate)  # issue 27: the MLflow environment
-        created_at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        job = {
-            "job_name": name,
-            "template": req.template,
-            "status": SUBMITTING,
-            "instance_type": req.instance_type,
-            "instance_count": req.instance_count,
-            "spot": req.spot,
-            "checkpoint_s3_uri": checkpoint_s3_uri(rt.platform, name, team),
-            "output_s3_uri": output_s3_uri(rt.platform, name, team),
-            "requested_by": caller.principal,
-            "team": team,
-            "created_at": created_at,
-            "updated_at": created_at,
-            "client_token": req.client_token,
-            "request": json.dumps(req.to_dict(), sort_keys=True),
-            "request_fingerprint": fingerprint,
-            "rendered": json.dumps(rendered, sort_keys=True),
-            "rendered_hash": request_hash(rendered),
-            "price_usd_per_hour": price,
-            "estimated_max_cost_usd": estimate,
-            "price_unknown_reason": reason,
-            "priority": req.priority,  # queue mode only (None in direct mode)
-            CL.CARE: CL.CARE_VALUE,  # claimed: in the sweep's index until it starts or ends
-        }
-        if steps:
-            # A chained job: the base request, its steps and attempt 1; the job's rendered
-            # request is the current attempt's (jobmodel.jobs.attempts).
-            job.update(
-                base_rendered=json.dumps(rendered, sort_keys=True),
-                chain=steps,
-                attempt=1,
-                attempts=[A.first_attempt(steps[0], name)],
-                spot=steps[0]["kind"] == SPOT,
-                instance_type=steps[0]["instance_types"][0],
-            )
-            rendered = self.chains.attempt_request(job, 1)
-            job["rendered"] = json.dumps(rendered, sort_keys=True)
-            job["rendered_hash"] = request_hash(rendered)
+        job = to_record(claimed)
+        created_at = str(claimed.created_at)
         token = None
         if req.client_token is not None:
             token = {

@@ -1,29 +1,35 @@
 """The queue backend (``FTL_SCHEDULER=queue``, docs/QUEUE.md): an AWS Batch service job.
 
 The claimed job's rendered ``CreateTrainingJob`` request becomes a ``SubmitServiceJob`` on the
-platform's job queue (``ftl_trigger.batch``); Batch creates the training job when capacity
-frees. The 10 KiB payload limit is checked before the claim (:meth:`QueueBackend.check`).
+platform's job queue (``service_jobs``); Batch creates the training job when capacity frees.
+The 10 KiB payload limit is checked before the claim (:meth:`QueueBackend.check`). Describe,
+stop and list reach Batch through the queue flow (``flow.QueueFlow``), given by the host.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ftl_trigger.backends.host import record_pending
+
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
-from ftl_trigger import batch as service_jobs
-from ftl_trigger.starts import record_pending
+from ftl_trigger.backends.queue import service_jobs
+from jobmodel import TERMINAL_STATUSES
 from jobmodel.contract.errors import JobModelError, UpstreamError
 from jobmodel.contract.names import timestamp
 from jobmodel.contract.statuses import Status
+from jobmodel.jobs import attempts as A
 from jobmodel.jobs.attempts import current_training_job
 from jobmodel.jobs.queue_state import classify_reason
 from jobmodel.jobs.record import Change
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ftl_trigger.backend import Host
+    from ftl_trigger.backends import Host
+    from ftl_trigger.backends.queue.look import QueueSpot
+    from ftl_trigger.identity import Caller
 
 __all__ = ["QueueBackend", "epoch_ms", "is_queued_job"]
 
@@ -83,6 +89,31 @@ class QueueBackend:
         found = service_jobs.find_by_name(self.host.rt.batch, queue, current_training_job(job))
         return job if found is None else self._record_queued(job, found)
 
+    def refresh(self, job: dict[str, Any]) -> tuple[dict[str, Any], QueueSpot | None]:
+        """From Batch while the job waits (with its place), then from SageMaker
+        (``flow.QueueFlow.refresh_queued``)."""
+        refreshed: tuple[dict[str, Any], QueueSpot | None] = self.host.queue.refresh_queued(job)
+        return refreshed
+
+    def catch_up(self, job: dict[str, Any]) -> dict[str, Any]:
+        """A live chained job with no attempt pending: Batch's end of its attempt may be held
+        (``jobmodel.jobs.held_end``), so DescribeServiceJob and DescribeTrainingJob say whether
+        it ended for want of capacity (the next attempt then starts) or ends the job."""
+        if job["status"] in TERMINAL_STATUSES or not A.chained(job) or job.get("chain_pending"):
+            return job
+        looked: dict[str, Any] = self.host.queue.refresh_queued(job)[0]
+        return looked
+
+    def stop(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """TerminateServiceJob (``flow.QueueFlow.stop_queued``)."""
+        stopped: dict[str, Any] = self.host.queue.stop_queued(job, caller)
+        return stopped
+
+    def positions(self, items: Sequence[Mapping[str, Any]]) -> dict[str, QueueSpot]:
+        """One look at the queue for a page that holds a waiting job."""
+        places: dict[str, QueueSpot] = self.host.queue.positions(items)
+        return places
+
     def _client(self, job: Mapping[str, Any]) -> Any:
         if self.host.rt.batch is None:
             raise UpstreamError(
@@ -114,7 +145,7 @@ class QueueBackend:
     def _record_queued(self, job: dict[str, Any], queued: Mapping[str, Any]) -> dict[str, Any]:
         """Record that Batch queued the job (``queued``: ``{"jobId", "jobArn"}``); a ledger
         failure is logged, not raised: the job is queued whatever happens here, and the
-        answer says the record is still being written (``starts.record_pending``)."""
+        answer says the record is still being written (``host.record_pending``)."""
         now = self.host.rt.now()
         update = {
             "batch_job_id": queued["jobId"],

@@ -1,4 +1,5 @@
-"""The direct backend (``FTL_SCHEDULER=direct``): SageMaker ``CreateTrainingJob``.
+"""The direct backend (``FTL_SCHEDULER=direct``): SageMaker ``CreateTrainingJob``,
+``DescribeTrainingJob`` and ``StopTrainingJob``.
 
 ``start_job`` is the one call that starts a job; everything else here is what its failures
 mean: a name SageMaker already has is the claimed job itself (a peer finished the same claim),
@@ -8,7 +9,7 @@ failed), and any other failure is recorded as ``FailedToStart``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -21,7 +22,9 @@ from jobmodel.jobs.record import Change
 from jobmodel.jobs.training_state import from_training_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ftl_trigger.backend import Host
+    from ftl_trigger.backends import Host
+    from ftl_trigger.backends.queue.look import QueueSpot
+    from ftl_trigger.identity import Caller
 
 __all__ = ["DirectBackend", "start_job"]
 
@@ -82,6 +85,33 @@ class DirectBackend:
         # Recorded as started; the refresh that follows records where SageMaker is now, so
         # the start and an end are each written (and published) once.
         return self.host.record_start(job, self._started(described["TrainingJobArn"]))
+
+    def refresh(self, job: dict[str, Any]) -> tuple[dict[str, Any], None]:
+        """DescribeTrainingJob of the current attempt, recorded (a job SageMaker does not
+        describe is left as the ledger has it)."""
+        described = self.host.describe_remote(current_training_job(job))
+        if described is not None:
+            update = from_training_job(described)
+            job = self.host.write(job, lambda current: change_for(current, update))
+        return job, None
+
+    def catch_up(self, job: dict[str, Any]) -> dict[str, Any]:
+        """SageMaker's job events say an attempt's end as it happens: nothing to catch up."""
+        return job
+
+    def stop(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """StopTrainingJob on the current attempt, then ``Stopping``."""
+        try:
+            self.host.rt.sagemaker.stop_training_job(TrainingJobName=current_training_job(job))
+        except (ClientError, BotoCoreError) as exc:
+            raise self.host.map_error(exc, "StopTrainingJob") from None
+        # By the order rules: the job may have ended (and its end been recorded and published
+        # by another writer) while the stop call was in flight; Stopping never replaces it.
+        return self.host.write(job, Change.launcher(Status.STOPPING, self.host.now_ms()))
+
+    def positions(self, items: Sequence[Mapping[str, Any]]) -> dict[str, QueueSpot]:
+        """No queue: no places."""
+        return {}
 
     def _exists(self, name: str) -> bool:
         """Whether SageMaker has a training job named ``name`` (ListTrainingJobs by name,

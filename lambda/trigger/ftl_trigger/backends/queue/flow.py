@@ -1,6 +1,6 @@
 """Queue mode (``FTL_SCHEDULER=queue``, docs/QUEUE.md) in the launcher's actions.
 
-Submit claims the job exactly as in direct mode; the queue backend (``backend_queue``) hands
+Submit claims the job exactly as in direct mode; the queue backend (``backend``) hands
 the rendered request to AWS Batch as a service job instead of calling CreateTrainingJob.
 Describe refreshes a waiting job from DescribeServiceJob and, once SageMaker has the job
 (named ``training_job_name`` by Batch), follows it with DescribeTrainingJob. Stop terminates
@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
-from ftl_trigger import batch as service_jobs
-from ftl_trigger.backend_queue import epoch_ms
+from ftl_trigger.backends.queue import service_jobs
+from ftl_trigger.backends.queue.backend import epoch_ms
+from ftl_trigger.backends.queue.look import QueueLook, QueueSettings, QueueSpot
 from ftl_trigger.identity import Caller
-from ftl_trigger.queue_look import QueueLook, QueueSettings, QueueSpot
 from ftl_trigger.records import Clock, Records
 from ftl_trigger.remote import describe_training_job
 from jobmodel import TERMINAL_STATUSES, NotFound, UpstreamError

@@ -26,13 +26,12 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
+from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from jobmodel import JobModelError, NotFound, ValidationError
 from jobmodel.capacity.scheduler import PRIORITY_LIMITS, share_of
 from jobmodel.contract.errors import THROTTLE_CODES
 from jobmodel.contract.names import DEFAULT_SHARE, JOB_NAME_TAG_KEY
 from jobmodel.jobs.queue_state import BATCH_HOLDING, STOP_REASON, from_service_job
-
-from .errors import Conflict, Throttled, UpstreamError
 
 MAX_PAYLOAD_BYTES = 10 * 1024  # Batch's limit on serviceRequestPayload
 PRIORITY_RANGE = PRIORITY_LIMITS  # SubmitServiceJob schedulingPriority (higher runs first)
@@ -172,7 +171,7 @@ def find_by_name(client: Any, job_queue: str, job_name: str) -> dict[str, str] |
 
 def describe(client: Any, job_id: str, *, observed_ms: int | None = None) -> dict[str, Any]:
     """Ledger-shaped state of a service job (a waiting job's place in the queue is
-    ``queue_order``'s, read once per request: ``ftl_trigger.queue_look``). ``observed_ms``:
+    ``queue_order``'s, read once per request: ``ftl_trigger.backends.queue.look``). ``observed_ms``:
     when it was asked (default: the job's latest timestamp). Batch changes a waiting job's reason
     without a new timestamp or event, so only an observation stamped with the time it was
     made can replace an older reason in the ledger."""

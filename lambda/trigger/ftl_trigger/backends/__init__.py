@@ -1,23 +1,29 @@
-"""How a claimed job gets capacity: one interface, one module per backend.
+"""How a job gets capacity: one interface for an attempt's whole life, one module per backend.
 
-A backend takes a job the ledger has claimed (status ``Submitting``) and its rendered
-``CreateTrainingJob`` request, and starts it: ``backend_direct`` calls SageMaker's
-``CreateTrainingJob``, ``backend_queue`` submits an AWS Batch service job. The launcher
+A backend owns an attempt's life on its capacity: it checks and starts a claimed attempt
+(status ``Submitting``, from its rendered ``CreateTrainingJob`` request), recovers a claim
+whose answer was lost, refreshes and stops a started one, catches up on what its events may
+not have said, and gives a listed page's places in its queue. ``direct/`` calls
+SageMaker (``CreateTrainingJob``), ``queue/`` AWS Batch (a service job); each folder holds
+everything its backend needs. The launcher
 chooses one, once, from the scheduler configuration (``FTL_SCHEDULER``, :func:`choose`);
-submit, a token's replay and describe's repair of a stale ``Submitting`` use only this
-interface. Another way to obtain capacity (training plans, instance preferences) is another
-module with a class of this shape and one entry in :data:`BACKENDS`.
+submit, a token's replay, describe, stop, list, a chain's ``advance`` and the repair of a
+stale ``Submitting`` use only this interface and never ask which mode a job runs in. Another
+way to obtain capacity is another module with a class of this shape and one entry in
+:data:`BACKENDS`.
 
 A backend's writes go through the launcher's one writer (``ftl_ledger.writer``), reached
-through the :class:`Host` the backend is given (``starts.StartRecorder``). :class:`Backends`
+through the :class:`Host` the backend is given (``host.StartRecorder``). :class:`Backends`
 holds the chosen backend and finds the one a job was claimed for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ftl_trigger.backends.queue.look import QueueSpot
+from ftl_trigger.identity import Caller
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.errors import JobModelError, UpstreamError
 from jobmodel.jobs.record import Change, ChangeFor
@@ -27,9 +33,10 @@ __all__ = ["BACKENDS", "Backend", "Backends", "Host", "choose"]
 
 class Host(Protocol):
     """What a backend uses of the launcher: the runtime's clients and settings (``rt``) and
-    the recording of starts (``starts.StartRecorder``)."""
+    the recording of starts (``host.StartRecorder``)."""
 
     rt: Any  # ftl_trigger.dependencies.Runtime
+    queue: Any  # ftl_trigger.backends.queue.flow.QueueFlow: queue mode's refresh and stop
 
     def write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...
 
@@ -72,6 +79,24 @@ class Backend(Protocol):
         when it has the job, record the start; else return the record unchanged."""
         ...
 
+    def refresh(self, job: dict[str, Any]) -> tuple[dict[str, Any], QueueSpot | None]:
+        """A started, live job brought up to date from its capacity (what describe shows),
+        and its place in a queue (None where it has none)."""
+        ...
+
+    def catch_up(self, job: dict[str, Any]) -> dict[str, Any]:
+        """Before a chain's next attempt is looked for: what the capacity knows that its
+        events may not have said yet (queue mode: Batch's held end of an attempt)."""
+        ...
+
+    def stop(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """Stop a started, live job's current attempt; the record as the ledger then has it."""
+        ...
+
+    def positions(self, items: Sequence[Mapping[str, Any]]) -> dict[str, QueueSpot]:
+        """A listed page's waiting jobs' places, by Batch job ARN (empty without a queue)."""
+        ...
+
 
 def choose(host: Host, scheduler: SchedulerConfig) -> Backend:
     """The backend the scheduler configuration names (chosen once per container)."""
@@ -98,8 +123,8 @@ class Backends:
 
 
 def _backends() -> dict[str, Callable[[Host], Backend]]:
-    from ftl_trigger.backend_direct import DirectBackend
-    from ftl_trigger.backend_queue import QueueBackend
+    from ftl_trigger.backends.direct.backend import DirectBackend
+    from ftl_trigger.backends.queue.backend import QueueBackend
 
     return {"direct": DirectBackend, "queue": QueueBackend}
 

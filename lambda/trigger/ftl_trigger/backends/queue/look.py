@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
-from ftl_trigger import batch as service_jobs
+from ftl_trigger.backends.queue import service_jobs
 from jobmodel.capacity.chain import ledger_job_of_attempt
 from jobmodel.capacity.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
 from jobmodel.contract.errors import JobModelError

@@ -38,10 +38,11 @@ class StartRecorder:
     """The backends' host. ``runtime``: the container's clients and settings, which the
     backends read (SageMaker, Batch, the scheduler, the clock)."""
 
-    def __init__(self, *, runtime: Any, records: Records, clock: Clock) -> None:
+    def __init__(self, *, runtime: Any, records: Records, clock: Clock, queue: Any) -> None:
         self.rt = runtime
         self.records = records
         self.clock = clock
+        self.queue = queue  # queue.flow.QueueFlow: the queue backend's refresh and stop
 
     def write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]:
         return self.records.write(job, change)
