@@ -56,15 +56,13 @@ DIRECT = (
     "dynamodb:UpdateItem",
 )
 # What the started notice adds (the platform's topic and bus set, as the stacks deploy the
-# trigger): SNS, EventBridge and the write that records it sent. That write first expects the
-# revision the start's write read, fails its condition, reads the job and writes again
-# (``JobWriter.apply`` answers the record without the revision its own write added).
+# trigger): SNS, EventBridge and the write that records it sent, in one conditional write
+# (``JobWriter.apply`` answers the record with the revision its own write added, so the
+# notice's write expects the right one).
 NOTICE = (
     *DIRECT,
     "sns:Publish",
     "events:PutEvents",
-    "dynamodb:UpdateItem!ConditionalCheckFailedException",
-    "dynamodb:GetItem",
     "dynamodb:UpdateItem",
 )
 # A warm queue-mode submit: the look-up, the claim, the service job, the merged update.

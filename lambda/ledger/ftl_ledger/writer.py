@@ -32,7 +32,7 @@ from jobmodel import TERMINAL_STATUSES
 from jobmodel import fleet_metrics as FM
 from jobmodel.contract.errors import Conflict, NotFound
 from jobmodel.contract.names import timestamp
-from jobmodel.jobs.record import ChangeFor, JobRecord, plan
+from jobmodel.jobs.record import REVISION, ChangeFor, JobRecord, plan
 
 __all__ = ["Applied", "Contended", "JobWriter", "print_line"]
 
@@ -122,7 +122,9 @@ class JobWriter:
             if written:
                 done = Applied(
                     before=job,
-                    after=write.after,
+                    # As the ledger now has it: the write added one to the revision, so a
+                    # next write of this record (its owed notice) expects the right one.
+                    after={**write.after, REVISION: int(str(job.get(REVISION) or 0)) + 1},
                     applied=True,
                     released=write.release,
                     late_cost=write.late_cost,

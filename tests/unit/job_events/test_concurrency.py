@@ -88,3 +88,20 @@ def test_concurrent_events_of_many_jobs_lose_nothing(events, prefix, capsys):
     assert usage["instances"] == 0 and float(usage["spend"]) == 80.0
     ends = [line for line in capsys.readouterr().out.splitlines() if "JobsCompleted" in line]
     assert len(ends) == 4
+
+
+def test_a_write_and_the_notice_it_owes_need_no_second_read(events, prefix, monkeypatch):
+    """The writer answers the record as the ledger now has it (revision included), so the
+    started notice's write that follows expects the right revision: no failed condition, no
+    re-read and no back-off sleep between the two writes of one event."""
+    put_team_job(events, prefix)
+    recorder = events.runtime.recorder
+    reads: list[str] = []
+    read = recorder.ledger.get_job
+    monkeypatch.setattr(recorder.ledger, "get_job", lambda name: reads.append(name) or read(name))
+    slept: list[float] = []
+    monkeypatch.setattr(recorder.writer, "sleep", slept.append)
+    assert events(sagemaker(prefix, "InProgress", "Training", T0 + 80_000))["updated"] is True
+    assert slept == []
+    assert len(reads) == 1  # the event's own read; the notice's write reuses its answer
+    assert events.job(prefix)["revision"] == 2  # the status, then the notice recorded sent
