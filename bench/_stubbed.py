@@ -146,9 +146,16 @@ def environment(env: Mapping[str, str]) -> Iterator[None]:
 
 def load_handler(asset: Path, name: str, env: Mapping[str, str]) -> Any:
     """Import the asset's ``handler.py`` as module ``name`` with exactly ``env`` (its cold
-    start); the process's environment is left as it was."""
-    if str(asset) not in sys.path:
-        sys.path.insert(0, str(asset))
+    start); the process's environment is left as it was. The Lambda packages already imported
+    in this process (from the repository, under pytest) are dropped first, so the handler runs
+    the asset's own copies (its ``catalog.json`` included), as a fresh container would."""
+    for loaded in [
+        m for m in sys.modules if m.startswith(("ftl_trigger", "ftl_events", "ftl_ledger"))
+    ]:
+        del sys.modules[loaded]
+    if str(asset) in sys.path:
+        sys.path.remove(str(asset))
+    sys.path.insert(0, str(asset))
     with environment(env):
         spec = importlib.util.spec_from_file_location(name, asset / "handler.py")
         assert spec is not None and spec.loader is not None
