@@ -5,7 +5,8 @@ Holds: ``spec`` (the template types and the values their fields take), ``distrib
 (one row per distribution kind, and the ``Distribution`` type), ``hyperparameters`` (the rule
 a template sets on a knob callers may turn, and the check of a caller's value),
 ``rules`` (``validate_template``), ``distribution_rules``, ``hyperparameter_rules``,
-``chain_rules`` and ``tracking_rules`` (the rules on those parts), ``_shapes`` (reading and
+``chain_rules`` and ``tracking_rules`` (the rules on those parts), ``container_start``
+(the init that starts a job's container, and its rule), ``_shapes`` (reading and
 freezing catalog data, the rules' error), ``catalog`` (reading and writing catalog files)
 and the shipped catalog ``shipped_templates.json``.
 

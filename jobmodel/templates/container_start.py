@@ -12,11 +12,12 @@ would have run. The init (``INIT_SCRIPT``):
 * traps TERM and INT, then starts its arguments (the image's start) as a background child;
 * on a signal, sends SIGTERM to the training processes only: every process whose command
   line is a Python interpreter, then only options (and ``mpi4py`` after ``-m``), then the
-  entry point's file name (the pattern the init gets as ``$0``): the script the toolkit runs, each of torchrun's
-  workers and each of mpirun's ranks on this host. Not the toolkit, not the ``/bin/sh -c``
-  between the toolkit and Python, not torchrun's agent (its script is ``torchrun``), not a
-  process group. Processes forked by the script (data loader workers) share its command line
-  and get the signal too; the script's handler only sets a flag;
+  entry point's file name (``training_process_pattern``, the init's ``$0``): the script
+  the toolkit runs, each of torchrun's workers and each of mpirun's ranks on this host.
+  Not the toolkit, not the ``/bin/sh -c`` between the toolkit and Python, not torchrun's
+  agent (its script is ``torchrun``), not a process group. Processes forked by the script
+  (data loader workers) share its command line and get the signal too; the script's
+  handler only sets a flag;
 * when no training process exists yet, signals its child instead, so the job ends at once
   (PID 1 then exits and the kernel ends every process of the container);
 * waits until its child has exited, through any number of signals (PID 1 must outlive the

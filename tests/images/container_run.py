@@ -21,8 +21,8 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
 
 HERE = Path(__file__).resolve().parent
 # The folder put first on PATH in the container: the image's start script and ``train``.
@@ -31,9 +31,7 @@ CONTAINER_BIN = HERE / "container"
 _MOUNT_THEN_EXEC = 'mkdir -p /opt/ml && mount --bind "$0" /opt/ml && exec "$@"'
 
 
-def container_command(
-    algorithm: Dict[str, object], image_entrypoint: Sequence[str]
-) -> List[str]:
+def container_command(algorithm: dict[str, object], image_entrypoint: Sequence[str]) -> list[str]:
     """PID 1's command line as SageMaker resolves it: ``ContainerEntrypoint`` +
     ``ContainerArguments`` when the request sets an entrypoint, else the image's ENTRYPOINT
     followed by ``train`` (SageMaker's argument, which replaces the image's CMD)."""
@@ -45,7 +43,7 @@ def container_command(
     return list(image_entrypoint) + ["train"]
 
 
-def _children(pid: int) -> List[int]:
+def _children(pid: int) -> list[int]:
     try:
         text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
     except OSError:
@@ -53,7 +51,7 @@ def _children(pid: int) -> List[int]:
     return [int(x) for x in text.split()]
 
 
-def _descendants(pid: int) -> List[int]:
+def _descendants(pid: int) -> list[int]:
     out, todo = [], [pid]
     while todo:
         p = todo.pop()
@@ -66,7 +64,7 @@ def _descendants(pid: int) -> List[int]:
     return out
 
 
-def _cmdline(pid: int) -> List[str]:
+def _cmdline(pid: int) -> list[str]:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -78,16 +76,16 @@ class Container:
     """A started container: ``proc`` is ``unshare`` (its output is PID 1's), ``pid1`` the host
     pid of the namespace's PID 1."""
 
-    def __init__(self, proc: "subprocess.Popen[bytes]", pid1: int) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], pid1: int) -> None:
         self.proc = proc
         self.pid1 = pid1
-        self.signalled_at: Optional[float] = None
+        self.signalled_at: float | None = None
         self.killed_after_grace = False
         self.hung = False
         self.stacks = ""
-        self._timers: List[threading.Timer] = []
+        self._timers: list[threading.Timer] = []
 
-    def python_pids(self) -> List[int]:
+    def python_pids(self) -> list[int]:
         """Host pids of the Python processes in the container (PID 1's descendants)."""
         return [
             p
@@ -118,7 +116,7 @@ class Container:
 
         self._later(grace_seconds, expire)
 
-    def watchdog(self, deadline_seconds: float, py_spy: Optional[str]) -> None:
+    def watchdog(self, deadline_seconds: float, py_spy: str | None) -> None:
         """Past the deadline: dump every Python process's stack, then kill the container."""
 
         def expire() -> None:
@@ -143,11 +141,11 @@ class Container:
         return rc
 
 
-def dump_stacks(pids: Sequence[int], py_spy: Optional[str]) -> str:
+def dump_stacks(pids: Sequence[int], py_spy: str | None) -> str:
     """``py-spy dump`` of each pid (host pids), one block each."""
     exe = py_spy or shutil.which("py-spy")
     if not exe:
-        return "py-spy is not installed (requirements-dev.txt pins it); pids: %s" % list(pids)
+        return f"py-spy is not installed (requirements-dev.txt pins it); pids: {list(pids)}"
     blocks = []
     for pid in pids:
         done = subprocess.run(
@@ -165,8 +163,8 @@ def start(
     command: Sequence[str],
     *,
     opt_ml: Path,
-    env: Dict[str, str],
-    cwd: Optional[Path] = None,
+    env: dict[str, str],
+    cwd: Path | None = None,
 ) -> Container:
     """Start ``command`` as PID 1 of a new PID and mount namespace with ``opt_ml`` mounted at
     ``/opt/ml``; stdout and stderr together in ``Container.proc.stdout``."""

@@ -54,8 +54,10 @@ import os, signal, subprocess, sys
 def handler(signum, frame):
     print("agent got a signal", flush=True)
 signal.signal(signal.SIGTERM, handler)
-workers = [subprocess.Popen([sys.executable, "-u", sys.argv[-1]], env={**os.environ, "RANK": str(r)})
-           for r in range(2)]
+def worker(rank):
+    env = {**os.environ, "RANK": str(rank)}
+    return subprocess.Popen([sys.executable, "-u", sys.argv[-1]], env=env)
+workers = [worker(r) for r in range(2)]
 sys.exit(max(w.wait() for w in workers))
 """
 
@@ -83,7 +85,8 @@ def _write(tmp: Path) -> Path:
     (code / "toolkit.py").write_text(textwrap.dedent(TOOLKIT))
     (code / "mpi4py" / "__init__.py").write_text("")
     (code / "mpi4py" / "__main__.py").write_text(
-        "import runpy, sys\nsys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n"
+        "import runpy, sys\nsys.argv = sys.argv[1:]\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')\n"
     )
     return code
 
@@ -103,7 +106,9 @@ def _start(tmp: Path, command: list[str], launch: str, delay: float = 0) -> cont
     return container_run.start(command, opt_ml=tmp / "opt-ml", env=env)
 
 
-def _read_until(box: container_run.Container, needle: str, lines: list[str], count: int = 1) -> None:
+def _read_until(
+    box: container_run.Container, needle: str, lines: list[str], count: int = 1
+) -> None:
     assert box.proc.stdout is not None
     seen = 0
     for raw in box.proc.stdout:
