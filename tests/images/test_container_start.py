@@ -113,7 +113,7 @@ def _read_until(
     seen = 0
     for raw in box.proc.stdout:
         lines.append(raw.decode().rstrip("\n"))
-        seen += needle in lines[-1]
+        seen += lines[-1].count(needle)  # ranks share the pipe: lines may run together
         if seen >= count:
             return
     raise AssertionError("\n".join(lines))
@@ -172,3 +172,19 @@ def test_a_stop_before_the_script_exists_ends_the_container(tmp_path: Path) -> N
     rc = box.wait()
     assert time.monotonic() - started < 10 and not box.killed_after_grace, out
     assert rc != 0 and "ready" not in out, out
+
+
+def test_past_its_deadline_a_container_fails_with_every_python_processs_stack(
+    tmp_path: Path,
+) -> None:
+    box = _start(tmp_path, _init_command(), "torchrun")
+    lines: list[str] = []
+    _read_until(box, "ready", lines, count=2)
+    box.watchdog(1, str(Path(sys.executable).parent / "py-spy"))
+    rest = box.proc.stdout.read().decode() if box.proc.stdout else ""
+    box.wait()
+    assert box.hung, rest
+    # the toolkit, torchrun's agent and both ranks, each with its Python stack
+    assert box.stacks.count("--- pid ") == 4, box.stacks
+    assert box.stacks.count("train.py") >= 2 and "<module>" in box.stacks, box.stacks
+    assert "torchrun" in box.stacks and "toolkit.py" in box.stacks, box.stacks
