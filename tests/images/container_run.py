@@ -21,8 +21,9 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 # The folder put first on PATH in the container: the image's start script and ``train``.
@@ -31,24 +32,27 @@ CONTAINER_BIN = HERE / "container"
 _MOUNT_THEN_EXEC = 'mkdir -p /opt/ml && mount --bind "$0" /opt/ml && exec "$@"'
 
 
-def container_command(algorithm: dict[str, object], image_entrypoint: Sequence[str]) -> list[str]:
+def container_command(algorithm: Mapping[str, Any], image_entrypoint: Sequence[str]) -> list[str]:
     """PID 1's command line as SageMaker resolves it: ``ContainerEntrypoint`` +
     ``ContainerArguments`` when the request sets an entrypoint, else the image's ENTRYPOINT
-    followed by ``train`` (SageMaker's argument, which replaces the image's CMD)."""
-    entry = algorithm.get("ContainerEntrypoint")
-    if entry:
-        return [str(x) for x in entry] + [str(x) for x in algorithm.get("ContainerArguments") or []]
-    if algorithm.get("ContainerArguments"):
-        return list(image_entrypoint) + [str(x) for x in algorithm["ContainerArguments"]]  # type: ignore[union-attr]
-    return list(image_entrypoint) + ["train"]
+    followed by ``train`` (SageMaker's argument, which replaces the image's CMD). Arguments
+    without an entrypoint take ``train``'s place; an entrypoint without arguments is taken to
+    run alone, as ``docker run --entrypoint`` does (the platform always sets both)."""
+    entry = [str(x) for x in algorithm.get("ContainerEntrypoint") or []]
+    arguments = [str(x) for x in algorithm.get("ContainerArguments") or []]
+    return (entry or list(image_entrypoint)) + (arguments or ([] if entry else ["train"]))
 
 
 def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(x) for x in text.split()]
+    """The children of every thread of ``pid`` (a process forked from a thread other than the
+    main one is listed under that thread)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(x) for x in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return out
 
 
 def _descendants(pid: int) -> list[int]:
@@ -56,11 +60,7 @@ def _descendants(pid: int) -> list[int]:
     while todo:
         p = todo.pop()
         out.append(p)
-        for task in Path(f"/proc/{p}/task").glob("*") if Path(f"/proc/{p}").exists() else []:
-            try:
-                todo += [int(x) for x in (task / "children").read_text().split()]
-            except OSError:
-                pass
+        todo += _children(p)
     return out
 
 
