@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testsupport import IMAGE, REGION, TRIGGER_ENV
+from testsupport import IMAGE, IMAGE_ENTRYPOINT, REGION, TRIGGER_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
@@ -59,7 +59,9 @@ def launcher_renderer() -> Callable[[str], dict[str, Any]]:
         validate_submit,
     )
 
-    catalog = {n: s.with_image(IMAGE) for n, s in shipped_catalog().items()}
+    catalog = {
+        n: s.with_image(IMAGE, entrypoint=IMAGE_ENTRYPOINT) for n, s in shipped_catalog().items()
+    }
     platform = PlatformConfig.from_env(TRIGGER_ENV)
 
     def render(rand_hex: str) -> dict[str, Any]:
@@ -101,7 +103,7 @@ def trigger_asset(dest: Path) -> Path:
     from ftl_constructs.launcher import TRIGGER_OPERATIONS
     from jobmodel import dump_catalog, shipped_catalog
 
-    specs = [s.with_image(IMAGE) for s in shipped_catalog().values()]
+    specs = [s.with_image(IMAGE, entrypoint=IMAGE_ENTRYPOINT) for s in shipped_catalog().values()]
     bundle = lambda_bundle(
         "trigger",
         code_dir=ROOT / "lambda" / "trigger",

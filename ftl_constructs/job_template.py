@@ -131,7 +131,8 @@ class TrainingJobTemplate(Construct):
     """One template of the launcher's catalog.
 
     Attributes:
-        spec: the validated template with its image resolved.
+        spec: the validated template with its image resolved, and the image's ENTRYPOINT
+            (from its package set) unless the template names one.
         image_set: the image's package set (``image_sets/``); synth fails, naming the
             template and the image, when the image has none.
     """
@@ -163,6 +164,11 @@ class TrainingJobTemplate(Construct):
             # The entrypoint is proven only in images whose software is written down (and
             # run by the image matrix): an image without a package-set file is not shipped.
             raise TemplateError(spec.name, "image", str(err)) from None
+        if not spec.image_entrypoint:
+            # The image's ENTRYPOINT, which the rendered request runs under the platform's
+            # init (issue 34: jobmodel/templates/container_start.py).
+            spec = dataclasses.replace(spec, image_entrypoint=self.image_set.entrypoint)
+            validate_template(spec, require_image=True)
         self.spec = spec
 
 

@@ -1,7 +1,9 @@
 """The software inside each training image the catalog names: one JSON file per image.
 
 A file is named ``<repository>__<tag>.json`` (the image URI's repository and tag; the
-registry and region do not change what is inside) and holds the image's Python, every
+registry and region do not change what is inside) and holds the image's Python, its
+ENTRYPOINT (``entrypoint``: the command and its source; ``guess`` says why when no source
+shows it), every
 package the entrypoint touches at the image's exact version, each with its source (a
 Dockerfile or buildspec of ``aws/deep-learning-containers`` at a named commit, or the
 image's own release notes), and the distribution libraries it ships. Packages the image
@@ -78,6 +80,7 @@ class ImageSet:
     tag: str
     framework: Mapping[str, str]
     python: str
+    entrypoint: tuple[str, ...]  # the image's ENTRYPOINT (SageMaker appends "train")
     build_date: str
     packages: Mapping[str, Mapping[str, Any]]
     distribution_libraries: Mapping[str, Any]
@@ -127,7 +130,16 @@ def _load(path: Path) -> ImageSet:
     except (OSError, json.JSONDecodeError) as err:
         raise ImageSetError(f"{path.name}: {err}") from None
     where = path.name
-    for key in ("repository", "tag", "framework", "python", "build_date", "packages", "sources"):
+    for key in (
+        "repository",
+        "tag",
+        "framework",
+        "python",
+        "entrypoint",
+        "build_date",
+        "packages",
+        "sources",
+    ):
         if key not in raw:
             raise ImageSetError(f"{where}: missing {key!r}")
     if file_for(raw["repository"], raw["tag"]).name != path.name:
@@ -136,6 +148,18 @@ def _load(path: Path) -> ImageSet:
     for s in raw["sources"]:
         if not s.get("commit") and not s.get("url"):
             raise ImageSetError(f"{where}: source {s['id']!r} names no commit or document")
+    entrypoint = raw["entrypoint"]
+    command = entrypoint.get("command") if isinstance(entrypoint, dict) else None
+    if (
+        not isinstance(command, list)
+        or not command
+        or not all(isinstance(x, str) and x for x in command)
+    ):
+        raise ImageSetError(f"{where}: entrypoint.command must be a non-empty list of strings")
+    if entrypoint.get("source") not in ids:
+        raise ImageSetError(
+            f"{where}: entrypoint cites unknown source {entrypoint.get('source')!r}"
+        )
     packages = raw["packages"]
     for name in REQUIRED_PACKAGES:
         if name not in packages:
@@ -154,6 +178,7 @@ def _load(path: Path) -> ImageSet:
         tag=raw["tag"],
         framework=dict(raw["framework"]),
         python=str(raw["python"]),
+        entrypoint=tuple(command),
         build_date=str(raw["build_date"]),
         packages=packages,
         distribution_libraries=dict(raw.get("distribution_libraries") or {}),

@@ -23,6 +23,7 @@ from .instances import INSTANCE_TYPES, efa_environment
 from .locations import checkpoint_s3_uri, make_job_name, output_s3_uri
 from .platform import PlatformConfig
 from .requests.submit import SubmitRequest, validate_job_name
+from .templates.container_start import container_start
 from .templates.distribution_kinds import KINDS
 from .templates.spec import TemplateSpec
 
@@ -128,6 +129,9 @@ def _tags(
 
 def _algorithm(template: TemplateSpec, image: str) -> dict[str, Any]:
     algorithm: dict[str, Any] = {"TrainingImage": image, "TrainingInputMode": template.input_mode}
+    if template.image_entrypoint:
+        # Our init as PID 1, so a stop reaches the training processes (issue 34).
+        algorithm.update(container_start(template.image_entrypoint, template.entry_point))
     if template.metrics:
         algorithm["MetricDefinitions"] = [
             {"Name": m, "Regex": metric_regex(m)} for m in template.metrics

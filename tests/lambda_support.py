@@ -16,7 +16,7 @@ import boto3
 
 from jobmodel import dump_catalog, shipped_catalog
 from jobmodel.contract.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_PRICES
-from testsupport import ACCOUNT, REGION, TRIGGER_ENV
+from testsupport import ACCOUNT, IMAGE_ENTRYPOINT, REGION, TRIGGER_ENV
 from testsupport import IMAGE as FAKE_IMAGE
 from testsupport import create_ledger_table as create_ledger_table  # the tests' import
 
@@ -66,7 +66,9 @@ def load_handler(code_dir: Path, monkeypatch: Any, env: dict[str, str]) -> Modul
 
 def write_catalog(path: Path) -> Path:
     """The shipped catalog with a fixed image, as the synth step would write it."""
-    specs = [s.with_image(FAKE_IMAGE) for s in shipped_catalog().values()]
+    specs = [
+        s.with_image(FAKE_IMAGE, entrypoint=IMAGE_ENTRYPOINT) for s in shipped_catalog().values()
+    ]
     path.write_text(json.dumps(dump_catalog(specs)))
     return path
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from image_sets import for_uri
 from jobmodel.contract.names import CARE_INDEX, ENV_JOB_TABLE, JOB_INDEX, TEAM_INDEX
 from jobmodel.jobs.claims import CARE
 from jobmodel.platform import PlatformConfig
@@ -17,6 +18,7 @@ from sandbox.deploy import ACCOUNT, REGION
 __all__ = [
     "ACCOUNT",
     "IMAGE",
+    "IMAGE_ENTRYPOINT",
     "KEY_ARN",
     "REGION",
     "ROLE_ARN",
@@ -30,6 +32,8 @@ IMAGE = (
     f"763104351884.dkr.ecr.{REGION}.amazonaws.com/huggingface-pytorch-training:"
     "2.5.1-transformers4.49.0-gpu-py311-cu124-ubuntu22.04"
 )
+# That image's ENTRYPOINT (its package set), which synth puts on every template of it.
+IMAGE_ENTRYPOINT = for_uri(IMAGE).entrypoint
 
 # The trigger's environment as the launcher stack sets it (PlatformConfig.to_env, plus the
 # ledger table), with the values of the sandbox test set-up.

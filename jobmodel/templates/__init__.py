@@ -6,7 +6,8 @@ Holds: ``spec`` (the template types and the values their fields take), ``distrib
 a template sets on a knob callers may turn, and the check of a caller's value),
 ``rules`` (``validate_template``), ``distribution_rules``, ``hyperparameter_rules``,
 ``chain_rules``, ``tracking_rules`` and ``evaluation_rules`` (the rules on those parts),
-``evaluation_policy`` (a template's evaluation policy, issue 36), ``_shapes`` (reading and
+``evaluation_policy`` (a template's evaluation policy, issue 36), ``container_start`` (the
+init that starts a job's container, and its rule), ``_shapes`` (reading and
 freezing catalog data, the rules' error), ``catalog`` (reading and writing catalog files)
 and the shipped catalog ``shipped_templates.json``.
 

@@ -18,6 +18,7 @@ from ..contract.names import launcher_tag_count
 from ..instances import INSTANCE_TYPES, efa_environment
 from ._shapes import fail
 from .chain_rules import check_chain
+from .container_start import check_container_start
 from .distribution_rules import check_distribution, check_start_rules
 from .evaluation_rules import check_template as check_evaluation
 from .hyperparameter_rules import check_hyperparameters
@@ -324,7 +325,7 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     ``multi-node-efa``, ``processes-per-host``, ``smp-parameters``, the start rules of
     ``jobmodel.templates.distribution_rules`` (``smp-partitions``, ...), ``runtime``,
     ``max-wait``, ``spot-checkpoint``, ``retry``, ``keep-alive``, ``image``,
-    ``entry-point``, ``hyperparameter-default``, ``hyperparameter-rule``,
+    ``entry-point``, ``image-entrypoint``, ``hyperparameter-default``, ``hyperparameter-rule``,
     ``hyperparameter-reserved``, ``hyperparameter-length``, ``hyperparameter-count``,
     ``input-mode``, ``inputs``, ``metrics``, ``environment``, ``tags``, ``queue-priority``,
     ``capacity-chain``, ``instance-preferences``, ``spot-wait``, ``infra-check``,
@@ -342,6 +343,7 @@ def validate_template(spec: TemplateSpec, *, require_image: bool = True) -> None
     _check_runtime(spec)
     _check_image(spec, require_image)
     _check_entry_point(spec)
+    check_container_start(spec, spec.image_entrypoint, spec.entry_point)
     check_hyperparameters(spec)
     _check_inputs(spec)
     check_start_rules(spec)

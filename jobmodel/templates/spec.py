@@ -93,6 +93,9 @@ class TemplateSpec:
     name: str
     description: str
     image_uri: str | None = None
+    # The image's ENTRYPOINT (image_sets/), resolved at synth with the image; the renderer
+    # starts it under the platform's init (``container_start``). Empty: the image's own start.
+    image_entrypoint: tuple[str, ...] = ()
     framework: Mapping[str, str] = field(default_factory=dict)
     entry_point: str = "train.py"
     distribution: Distribution = Distribution()
@@ -146,6 +149,7 @@ class TemplateSpec:
         setter = object.__setattr__
         setter(self, "framework", freeze_map(self.framework))
         setter(self, "instance_types", freeze_seq(self.instance_types))
+        setter(self, "image_entrypoint", freeze_seq(self.image_entrypoint))
         setter(self, "metrics", freeze_seq(self.metrics))
         setter(self, "hyperparameters", freeze_map(self.hyperparameters))
         setter(self, "environment", freeze_map(self.environment))
@@ -199,6 +203,7 @@ class TemplateSpec:
             "name": self.name,
             "description": self.description,
             "image_uri": self.image_uri,
+            "image_entrypoint": list(self.image_entrypoint),
             "framework": dict(self.framework),
             "entry_point": self.entry_point,
             "distribution": self.distribution.to_dict(),
@@ -317,6 +322,7 @@ class TemplateSpec:
             view["legacy"] = self.legacy
         return view
 
-    def with_image(self, image_uri: str) -> TemplateSpec:
-        """A copy with ``image_uri`` set (the CDK side resolves images at synth)."""
-        return replace(self, image_uri=image_uri)
+    def with_image(self, image_uri: str, *, entrypoint: tuple[str, ...] = ()) -> TemplateSpec:
+        """A copy with ``image_uri`` and the image's ENTRYPOINT set (the CDK side resolves
+        both at synth, the ENTRYPOINT from the image's package set)."""
+        return replace(self, image_uri=image_uri, image_entrypoint=tuple(entrypoint))

@@ -24,6 +24,7 @@ from jobmodel.render import JobIdentity, render_attempt
 from jobmodel.teams import Team
 from tests.authz.conftest import deployment
 from tests.authz.harness import CONFIGURATIONS, record_client
+from testsupport import IMAGE_ENTRYPOINT
 from testsupport.constraints.check import BATCH, SM, ConstraintsCheck
 from testsupport.constraints.model import _compiled, service_model
 from testsupport.constraints.rules import EVENTS, RULES, SNS, planted
@@ -95,7 +96,9 @@ def test_every_recorded_price_refresh_request_meets_the_models(name, prices_run)
 
 # ------------------------------------------------------------ boundaries, property-based
 IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/huggingface-pytorch-training:1.0"
-CATALOG = {n: s.with_image(IMAGE) for n, s in jm.shipped_catalog().items()}
+CATALOG = {
+    n: s.with_image(IMAGE, entrypoint=IMAGE_ENTRYPOINT) for n, s in jm.shipped_catalog().items()
+}
 PLATFORM = jm.PlatformConfig(
     region="us-east-1",
     role_arn="arn:aws:iam::123456789012:role/train",

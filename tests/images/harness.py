@@ -1,4 +1,4 @@
-"""One template through its image's package set: prepare, start, SIGTERM, resume, check.
+"""One template through its image's package set: prepare, start, stop, resume, check.
 
 Run by ``test_image_matrix.py`` with the image environment's Python (3.9 and up: standard
 library, the image's packages and ``tests/training``'s offline builders only):
@@ -7,15 +7,20 @@ library, the image's packages and ``tests/training``'s offline builders only):
 
 SPEC (written by the test from the platform's rendered ``CreateTrainingJob`` request) holds
 the rendered hyperparameters, channels and environment, the overrides the test applies
-(listed there), the tiny model's family, the template's declared metrics and the stand-in
-folders for the image's closed libraries. The harness lays out a SageMaker container's
-``/opt/ml`` under a work folder (``SAGEMAKER_BASE_DIR``): ``input/config/hyperparameters.json``
-with the rendered values as SageMaker writes them (JSON-encoded strings),
-``resourceconfig.json`` and ``inputdataconfig.json``, the channels with generated data, and
-the source directory packed as ``sourcedir.tar.gz``. Then it starts the toolkit
-(``toolkit_shim.py``) twice: the first run gets SIGTERM after its second logged step (as a
-spot interruption would), the second resumes from the checkpoint and runs to the end. The
-last line printed is ``FTL_MATRIX_REPORT {json}``.
+(listed there), the tiny model's family, the template's declared metrics, the stand-in
+folders for the image's closed libraries, and the container's PID 1 command line as
+SageMaker resolves it from the request. The harness lays out a SageMaker container's
+``/opt/ml`` in a work folder: ``input/config/hyperparameters.json`` with the rendered values
+as SageMaker writes them (JSON-encoded strings), ``resourceconfig.json`` and
+``inputdataconfig.json``, the channels with generated data, and the source directory packed
+as ``sourcedir.tar.gz``. Then it starts the container twice (``container_run``: its own PID
+and mount namespace, the work folder mounted at ``/opt/ml``, PID 1 the request's init and
+the image's start script, whose ``train`` is the toolkit, ``toolkit_shim.py``). The first
+start is stopped after its second logged step as SageMaker stops a container (SIGTERM to
+PID 1 from outside, SIGKILL after the grace period), the second resumes from the checkpoint
+and runs to the end. Each start has a deadline: past it, every Python process's stack is
+taken with py-spy and the start fails with them. The last line printed is
+``FTL_MATRIX_REPORT {json}``.
 """
 
 from __future__ import annotations
@@ -24,8 +29,6 @@ import json
 import math
 import os
 import re
-import signal
-import subprocess
 import sys
 import tarfile
 import time
@@ -35,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests" / "training"))
 
+import container_run  # noqa: E402
 import ftl_train_testlib as tl  # noqa: E402
 
 LOSS_LINE = re.compile(r"ftl_metric name=train_loss value=(\S+) step=(\d+)")
@@ -176,7 +180,6 @@ def lay_out(spec: dict, work: Path) -> dict:
     if "model" not in spec["channels"]:
         make_model(work / "tiny-model", spec["family"], task, int(hp.get("num_labels", 3)))
         hp["model_name_or_path"] = str(work / "tiny-model")
-    hp["checkpoint_dir"] = str(work / "checkpoints")
     src = work / "sourcedir.tar.gz"
     with tarfile.open(src, "w:gz") as tar:
         training = REPO / "training"
@@ -220,20 +223,20 @@ def lay_out(spec: dict, work: Path) -> dict:
 
 
 def start(spec: dict, work: Path, label: str, sigterm_after_step: int | None) -> dict:
-    """One start of the container: the toolkit, and SIGTERM once a loss line at
-    ``sigterm_after_step`` or later has been printed."""
-    pidfile, rcfile = work / (f"{label}.pid"), work / (f"{label}.rc")
-    for f in (pidfile, rcfile):
-        if f.exists():
-            f.unlink()
+    """One start of the container, stopped once a loss line at ``sigterm_after_step`` or
+    later has been printed (as a spot interruption or StopTrainingJob would)."""
+    rcfile = work / (f"{label}.rc")
+    if rcfile.exists():
+        rcfile.unlink()
     env = dict(os.environ)
     env.update(spec["environment"])
     stand_ins = [str(REPO / p) for p in spec["stand_ins"]]
+    env.pop("SAGEMAKER_BASE_DIR", None)  # the container's own /opt/ml is the work folder
     env.update(
         {
-            "SAGEMAKER_BASE_DIR": str(work),
             "SM_STUDIO_LOCAL_MODE": "true",
-            "FTL_MATRIX_PIDFILE": str(pidfile),
+            "FTL_MATRIX_PYTHON": sys.executable,
+            "FTL_MATRIX_TOOLKIT": str(HERE / "toolkit_shim.py"),
             "FTL_MATRIX_RCFILE": str(rcfile),
             "FTL_MATRIX_NPROC": str(spec["nproc"]),
             "FTL_CACHE_DIR": str(work / "cache"),
@@ -250,15 +253,13 @@ def start(spec: dict, work: Path, label: str, sigterm_after_step: int | None) ->
         }
     )
     env.pop("SM_STUDIO_LOCAL_MODE", None) if spec.get("dns_check") else None
-    cmd = [sys.executable, str(HERE / "toolkit_shim.py")]
     started = time.monotonic()
-    proc = subprocess.Popen(
-        cmd, cwd=str(work), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
+    box = container_run.start(spec["container_command"], opt_ml=work, env=env)
+    box.watchdog(spec["deadline_seconds"], spec.get("py_spy"))
     lines = []
     signalled_at = None
-    assert proc.stdout is not None
-    for raw in proc.stdout:
+    assert box.proc.stdout is not None
+    for raw in box.proc.stdout:
         line = raw.decode("utf-8", "replace").rstrip("\n")
         lines.append(line)
         m = LOSS_LINE.search(line)
@@ -267,21 +268,22 @@ def start(spec: dict, work: Path, label: str, sigterm_after_step: int | None) ->
             and signalled_at is None
             and m
             and int(m.group(2)) >= sigterm_after_step
-            and pidfile.exists()
         ):
-            pid = int(pidfile.read_text())
-            try:
-                os.killpg(pid, signal.SIGTERM)  # the process and its torchrun workers
-            except ProcessLookupError:
-                pass
+            box.stop(spec["grace_seconds"])
             signalled_at = int(m.group(2))
-    toolkit_rc = proc.wait()
+    container_rc = box.wait()
     log = "\n".join(lines)
     (work / (f"{label}.log")).write_text(log)
     return {
-        "toolkit_rc": toolkit_rc,
+        "container_rc": container_rc,
         "rc": int(rcfile.read_text()) if rcfile.exists() else None,
         "signalled_at_step": signalled_at,
+        "stop_seconds": round(time.monotonic() - box.signalled_at, 1)
+        if box.signalled_at is not None
+        else None,
+        "killed_after_grace": box.killed_after_grace,
+        "hung": box.hung,
+        "stacks": box.stacks,
         "stopped_on_sigterm": "stopped on SIGTERM after checkpointing" in log,
         "reported_success": "Reporting training SUCCESS" in log,
         "seconds": round(time.monotonic() - started, 1),
@@ -344,7 +346,7 @@ def main(spec_path: str) -> int:
     report.update(
         {
             "overrides": sorted(spec["overrides"])
-            + ["checkpoint_dir", "sagemaker_submit_directory"]
+            + ["sagemaker_submit_directory"]
             + ([] if "model" in spec["channels"] else ["model_name_or_path"]),
             "launch": [
                 m.group(1)

@@ -4,10 +4,10 @@ One row per template. Everything else comes from the platform: the template's im
 as synth resolves it), its package set (``image_sets/``), and the rendered
 ``CreateTrainingJob`` request (hyperparameters, channels, environment, instance type).
 
-Overrides (the only values changed from the rendered request, besides the paths a
-container on this machine needs: ``checkpoint_dir`` to a folder of the run instead of
-``/opt/ml/checkpoints``, and ``sagemaker_submit_directory`` to a local ``sourcedir.tar.gz``
-of ``training/`` instead of the S3 asset):
+Overrides (the only values changed from the rendered request, besides the path a container
+on this machine needs: ``sagemaker_submit_directory`` to a local ``sourcedir.tar.gz`` of
+``training/`` instead of the S3 asset; the run's folder is the container's ``/opt/ml``, so
+the checkpoints go to ``/opt/ml/checkpoints`` as CheckpointConfig says):
 
 * model size: a tiny model of the template's family built from a config in the image's own
   transformers (``model_name_or_path`` points at it, or it is the ``model`` channel);

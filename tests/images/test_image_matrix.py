@@ -2,11 +2,15 @@
 
 For each template: the platform renders its ``CreateTrainingJob`` request; the image's
 package set (``image_sets/``) gives an environment (``testsupport/image_envs.py``); there
-``harness.py`` lays out the container, starts the real SageMaker training toolkit with the
-rendered hyperparameters, environment and channels, stops the job with SIGTERM after its
-second step, starts it again and checks it resumed from the checkpoint to the end, wrote its
-model directory and printed every metric the template declares. ``matrix.py`` lists the
-overrides.
+``harness.py`` lays out the container and starts it as SageMaker does (its own PID and mount
+namespace, ``/opt/ml`` mounted, PID 1 the request's ``ContainerEntrypoint`` +
+``ContainerArguments``: the platform's init running the image's start script, whose ``train``
+is the real SageMaker training toolkit) with the rendered hyperparameters, environment and
+channels. It stops the container after the job's second step as SageMaker does (SIGTERM to
+PID 1 from outside, SIGKILL after the grace period), starts it again and checks the job
+checkpointed within the grace, resumed from the checkpoint to the end, wrote its model
+directory and printed every metric the template declares. A start past its deadline fails
+with every Python process's stack (py-spy). ``matrix.py`` lists the overrides.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +27,7 @@ import pytest
 import jobmodel as jm
 from ftl_constructs.job_template import resolve_template_image
 from image_sets import for_uri
+from tests.images.container_run import container_command
 from tests.images.matrix import (
     EVAL_STEPS_OVERRIDE,
     GPU_ONLY_METRICS,
@@ -36,6 +42,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.images]
 HARNESS = Path(__file__).resolve().parent / "harness.py"
 REPO = HARNESS.parents[2]
 REGION = "us-east-1"
+# StopTrainingJob's grace period (SIGTERM, then SIGKILL 120 s later; a spot reclaim gives two
+# minutes' notice); each start's deadline, past which the watchdog dumps the stacks.
+GRACE_SECONDS = 120
+DEADLINE_SECONDS = 420
+PY_SPY = Path(sys.executable).parent / "py-spy"
 
 PLATFORM = jm.PlatformConfig(
     region=REGION,
@@ -50,7 +61,7 @@ PLATFORM = jm.PlatformConfig(
 def rendered(name: str) -> tuple[jm.TemplateSpec, dict[str, Any]]:
     shipped = jm.shipped_catalog()[name]
     image = resolve_template_image(REGION, shipped.framework, shipped.default_instance_type)
-    spec = shipped.with_image(image)
+    spec = shipped.with_image(image, entrypoint=for_uri(image).entrypoint)  # as synth does
     inputs = {c.name: f"s3://{PLATFORM.data_bucket}/{c.name}/" for c in spec.inputs}
     req = jm.validate_submit({"template": name, "inputs": inputs}, {name: spec}, PLATFORM)
     return spec, jm.render_create_training_job(req, spec, PLATFORM, job_name=f"{name}-matrix")
@@ -80,6 +91,12 @@ def run_template(name: str, work: Path) -> dict[str, Any]:
         "metrics": [m["Name"] for m in request["AlgorithmSpecification"]["MetricDefinitions"]],
         "stand_ins": [path for lib, path in STAND_IN_DIRS.items() if image_set.ships(lib)],
         "sigterm_after_step": 2,
+        "container_command": container_command(
+            request["AlgorithmSpecification"], image_set.entrypoint
+        ),
+        "grace_seconds": GRACE_SECONDS,
+        "deadline_seconds": DEADLINE_SECONDS,
+        "py_spy": str(PY_SPY) if PY_SPY.exists() else None,
         "train_records": 48,
         "eval_records": 12,
     }
@@ -91,7 +108,7 @@ def run_template(name: str, work: Path) -> dict[str, Any]:
         [str(python), str(HARNESS), str(spec_path)],
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=2 * DEADLINE_SECONDS + 300,
         env=_trace_env(trace, image_set),
     )
     tail = (done.stdout + done.stderr)[-6000:]
@@ -157,6 +174,8 @@ def test_template_trains_in_its_image(name: str, tmp_path: Path) -> None:
     full = "\n".join(p.read_text() for p in sorted((tmp_path / name).glob("start-*.log")))
     assert_distribution_path_ran(name, report, full)
     first, second = report["first"], report["second"]
+    for run in (first, second):  # the watchdog's stacks, not a CI timeout
+        assert not run["hung"], f"start past its {DEADLINE_SECONDS} s deadline:\n{run['stacks']}"
     if ROWS[name].cpu_limit:  # see the row: only the start is checked on a CPU
         assert first["signalled_at_step"] is not None and report["losses_finite"], logs
         started = (tmp_path / name / "start-1.log").read_text()
@@ -164,12 +183,15 @@ def test_template_trains_in_its_image(name: str, tmp_path: Path) -> None:
         assert report["launch"] == ["torchrun"], report["launch"]
         return
     assert first["signalled_at_step"] is not None, logs
+    # The stop went through PID 1 (the init) and the job checkpointed within the grace.
+    assert not first["killed_after_grace"], (first["stop_seconds"], logs)
     # Stopped on SIGTERM after checkpointing: the process exits non-zero (143; torchrun,
-    # whose workers got the signal, 1) and the toolkit does not report success.
-    assert first["rc"] not in (None, 0), logs
+    # whose workers got the signal, 1), the toolkit does not report success, and the
+    # container exits with the toolkit's status.
+    assert first["rc"] not in (None, 0) and first["container_rc"] not in (None, 0), logs
     assert first["stopped_on_sigterm"] and not first["reported_success"], logs
     assert report["checkpoints_after_sigterm"], logs
-    assert second["rc"] == 0 and second["toolkit_rc"] == 0 and second["reported_success"], logs
+    assert second["rc"] == 0 and second["container_rc"] == 0 and second["reported_success"], logs
     assert report["resumed_from"], logs
     assert report["final_step"] == report["max_steps"], logs
     assert report["losses_finite"], logs

@@ -1,10 +1,11 @@
-"""The matrix's launch replacement: what it keeps of the toolkit's command lines."""
+"""The matrix's launch replacement: what it keeps of the toolkit's command lines, and PID 1."""
 
 from __future__ import annotations
 
 import sys
 
 from tests.images import toolkit_shim
+from tests.images.container_run import container_command
 
 
 def test_an_mpirun_line_becomes_its_program_with_the_exports_and_one_rank():
@@ -31,3 +32,14 @@ def test_a_torchrun_line_gets_the_rows_process_count_and_a_free_loopback_port(mo
     assert out[out.index("--master_addr") + 1] == "127.0.0.1"
     assert out.count("--master_port") == 1 and out[out.index("--master_port") + 1] != "7777"
     assert out[-3:] == ["train.py", "--fsdp", "full_shard auto_wrap"]
+
+
+def test_pid_1_is_what_sagemaker_runs_for_the_request():
+    image = ["bash", "-m", "start_with_right_hostname.sh"]
+    init = {
+        "ContainerEntrypoint": ["bash", "-c", "init", "pat"],
+        "ContainerArguments": [*image, "train"],
+    }
+    assert container_command(init, image) == ["bash", "-c", "init", "pat", *image, "train"]
+    assert container_command({"TrainingImage": "x"}, image) == [*image, "train"]
+    assert container_command({"ContainerArguments": ["other"]}, image) == [*image, "other"]

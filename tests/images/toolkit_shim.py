@@ -4,7 +4,8 @@ with only the process launch and the cluster plumbing replaced.
 
 Runs inside an image's environment (Python 3.9+, standard library and the image's packages).
 What stays the toolkit's own code: reading ``input/config/*.json`` under
-``SAGEMAKER_BASE_DIR``, the ``SM_*`` environment, decoding the hyperparameters into
+``/opt/ml`` (the run's folder, mounted there in the container's namespace), the ``SM_*``
+environment, decoding the hyperparameters into
 ``--name value`` arguments, unpacking ``sagemaker_submit_directory``, ``pip install -r
 requirements.txt``, choosing the runner from the distribution flags (process, torchrun, MPI,
 smddp) and building its command line. What is replaced (``launch`` below):
@@ -17,9 +18,11 @@ smddp) and building its command line. What is replaced (``launch`` below):
   has no GPUs to count) and a free ``--master_port``.
 * host names resolve to loopback.
 
-The user process runs in its own session; its pid goes to ``FTL_MATRIX_PIDFILE`` so the
-harness can send SIGTERM to it and its workers the way SageMaker stops a container, and its
-exit status to ``FTL_MATRIX_RCFILE``.
+The command starts as the toolkit starts it (``process.create``): joined with spaces and run
+by ``/bin/sh -c`` when the toolkit captures errors (its default), else as a list with the
+last argument's quotes removed; in the container's process group, not a session of its own.
+A stop reaches it only through the container's PID 1 (``container_run``). Its exit status
+goes to ``FTL_MATRIX_RCFILE``.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ def _torchrun(cmd: list) -> list:
     ]
 
 
-def launch(cmd: list, cwd: str | None) -> int:
+def launch(cmd: list, cwd: str | None, shell: bool = True) -> int:
     env = dict(os.environ)
     env["MASTER_ADDR"] = "127.0.0.1"
     if cmd and os.path.basename(str(cmd[0])) == "mpirun":
@@ -100,21 +103,20 @@ def launch(cmd: list, cwd: str | None) -> int:
         cmd = _torchrun(list(cmd))
         kind = "torchrun"
     else:
-        cmd = [str(c).strip('"') for c in cmd]
         kind = "process"
     is_user = any(str(c).endswith(".py") for c in cmd) and "pip" not in cmd
     print("ftl_matrix launch kind={} cmd={}".format(kind, " ".join(map(str, cmd))), flush=True)
+    args = [str(c) for c in cmd]
+    if not shell:  # process.check_error without capture_error: Popen(cmd), quotes removed
+        args[-1] = args[-1].strip('"')
     proc = subprocess.Popen(
-        [str(c) for c in cmd],
+        " ".join(args) if shell else args,  # asyncio.create_subprocess_shell: /bin/sh -c
+        shell=shell,
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        start_new_session=True,
     )
-    if is_user and os.environ.get("FTL_MATRIX_PIDFILE"):
-        with open(os.environ["FTL_MATRIX_PIDFILE"], "w") as fh:
-            fh.write(str(proc.pid))
     assert proc.stdout is not None
     for raw in proc.stdout:
         sys.stdout.write(raw.decode("utf-8", "replace"))
@@ -137,7 +139,7 @@ def _patch() -> None:
     socket.gethostbyname = gethostbyname  # type: ignore[assignment]
 
     def check_error(cmd, error_classes, processes_per_host, cwd=None, capture_error=True, **kw):
-        rc = launch(cmd, cwd or environment.code_dir)
+        rc = launch(cmd, cwd or environment.code_dir, shell=capture_error)
         if rc:
             raise errors.ExecuteUserScriptError(cmd=cmd, return_code=rc)
         return None

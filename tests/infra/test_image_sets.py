@@ -9,6 +9,7 @@ whose image has no file.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
 import aws_cdk as cdk
@@ -94,3 +95,29 @@ def test_split_uri_reads_repository_and_tag():
     ) == ("huggingface-pytorch-training", "2.5.1-x")
     with pytest.raises(image_sets.ImageSetError):
         image_sets.split_uri("registry.example.com/repo@sha256:abc")
+
+
+def test_synth_puts_each_images_entrypoint_on_its_templates():
+    """The image's ENTRYPOINT (its package set) goes onto the template at synth, so the
+    rendered request runs it under the platform's init (issue 34)."""
+    stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-east-1"))
+    for i, spec in enumerate(shipped_catalog().values()):
+        built = TrainingJobTemplate(stack, f"T{i}", spec=spec)
+        assert built.spec.image_entrypoint == built.image_set.entrypoint, spec.name
+        assert built.image_set.entrypoint == ("bash", "-m", "start_with_right_hostname.sh")
+
+
+def test_an_entrypoint_must_cite_a_source(tmp_path, monkeypatch):
+    path = image_sets.file_for(
+        "huggingface-pytorch-training", "2.5.1-transformers4.49.0-gpu-py311-cu124-ubuntu22.04"
+    )
+    raw = json.loads(path.read_text())
+    raw["entrypoint"]["source"] = "nowhere"
+    bad = tmp_path / path.name
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(image_sets.ImageSetError, match="entrypoint cites unknown source"):
+        image_sets._load(bad)
+    raw["entrypoint"] = {"command": [], "source": "base-dockerfile"}
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(image_sets.ImageSetError, match="entrypoint.command"):
+        image_sets._load(bad)

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import image_sets
 from sandbox.runner import DeployedFunction
 from tests.expected import SHIPPED_TEMPLATES
 from tests.lambda_support import http_event
@@ -36,6 +37,8 @@ def test_templates_are_the_shipped_catalog_with_resolved_images(trigger):
     for spec in specs.values():
         account = accounts[spec.framework.get("image_family", "huggingface")]
         assert spec.image_uri.startswith(f"{account}.dkr.ecr.us-east-1.amazonaws.com/")
+        # synth put the image's ENTRYPOINT on it: jobs start under the platform's init
+        assert spec.image_entrypoint == image_sets.for_uri(spec.image_uri).entrypoint
 
 
 @pytest.mark.parametrize("template", SHIPPED_TEMPLATES)

@@ -106,10 +106,25 @@ def test_json_encoded_values_are_decoded():
     assert parse(["--task", "qa", "--max_steps", "10.0"]).max_steps == 10
 
 
-def test_sm_hps_then_cli_wins():
-    env = {"SM_HPS": json.dumps({"task": "mlm", "learning_rate": 1e-4, "seed": 3})}
-    hp = parse(["--seed", "5"], env)
-    assert hp.task == "mlm" and hp.learning_rate == pytest.approx(1e-4) and hp.seed == 5
+def test_without_sm_hps_the_cli_is_read_strictly():
+    hp = parse(["--task", "mlm", "--seed", "5"], {})
+    assert hp.task == "mlm" and hp.seed == 5
+    with pytest.raises(HyperparameterError, match="auto_wrap"):
+        parse(["--task", "sft", "--fsdp", "full_shard", "auto_wrap"], {})
+
+
+def test_under_the_toolkit_sm_hps_wins_over_the_shell_split_command_line():
+    """The toolkit runs ``/bin/sh -c "<command joined with spaces>"`` (issue 34): a value with
+    a space arrives as two words and an empty value vanishes. SM_HPS has them exactly."""
+    hps = {"task": "sft", "fsdp": "full_shard auto_wrap", "seed": 3, "text_pair_column": ""}
+    argv = "--text_pair_column --fsdp full_shard auto_wrap --seed 3 --task sft".split()
+    hp = parse([*argv, "--local_rank", "1"], {"SM_HPS": json.dumps(hps)})
+    assert hp.fsdp == "full_shard auto_wrap" and hp.seed == 3 and hp.task == "sft"
+    assert hp.text_pair_column is None  # empty, as SM_HPS says: not the bare flag's "true"
+    assert split_cli(argv, split_by_shell=True)["fsdp"] == "full_shard auto_wrap"
+    # a name only the command line has (a launcher's) still comes from it
+    hp = parse(["--seed", "5"], {"SM_HPS": json.dumps({"task": "mlm"})})
+    assert hp.task == "mlm" and hp.seed == 5
 
 
 def test_equals_form_and_bare_flag():

@@ -5,8 +5,13 @@ The SageMaker training toolkit runs ``python train.py --key value ...`` with eve
 hyperparameter of the job. The SageMaker SDK JSON-encodes each value and the toolkit
 decodes it again, so values usually arrive as plain strings (``3e-05``, ``True``,
 ``bert-base``); a value that is still JSON-encoded (``"\\"bert-base\\""``) is decoded
-here too. ``SM_HPS`` (a JSON object the toolkit also exports) is read first and the
-command line wins over it.
+here too. ``SM_HPS`` (a JSON object the toolkit also exports) holds the same values exactly,
+while the command line has been through ``/bin/sh -c``: the toolkit joins its command with
+spaces and runs it through the shell, so a value with a space arrives as several words
+(``--fsdp full_shard auto_wrap``) and an empty one vanishes (issue 34). So with ``SM_HPS``
+set, its values win and the command line only adds names it lacks (a launcher's
+``--local_rank``), its extra words read as part of the value before them; without it (a
+run by hand) the command line is read strictly.
 
 Unknown names are an error, except the ones the platform itself passes
 (``sagemaker_*``, ``mp_parameters``) and launcher arguments (``local_rank``).
@@ -113,13 +118,21 @@ def _is_ignored(name: str) -> bool:
     return name in IGNORED_NAMES or name.startswith(IGNORED_PREFIXES)
 
 
-def split_cli(argv: Sequence[str]) -> dict[str, str]:
-    """``--a 1 --b=2 --flag`` -> ``{"a": "1", "b": "2", "flag": "true"}``."""
+def split_cli(argv: Sequence[str], *, split_by_shell: bool = False) -> dict[str, str]:
+    """``--a 1 --b=2 --flag`` -> ``{"a": "1", "b": "2", "flag": "true"}``.
+
+    ``split_by_shell``: a word after a value continues that value (``--a x y`` -> ``"x y"``),
+    as a value with spaces arrives after the toolkit's ``/bin/sh -c``; else it is an error."""
     out: dict[str, str] = {}
+    last = ""
     i = 0
     args = list(argv)
     while i < len(args):
         token = args[i]
+        if split_by_shell and last and not token.startswith("--"):
+            out[last] = f"{out[last]} {token}"
+            i += 1
+            continue
         if not token.startswith("--") or token == "--":
             raise HyperparameterError(
                 f"unexpected command-line argument {token!r}; hyperparameters are --name value"
@@ -135,6 +148,7 @@ def split_cli(argv: Sequence[str]) -> dict[str, str]:
             value = "true"
             i += 1
         out[name] = value
+        last = name
     return out
 
 
@@ -159,8 +173,10 @@ def parse(
     environ: Mapping[str, str] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> Hyperparameters:
-    """Parse hyperparameters from ``SM_HPS`` (if set), then ``argv``, then ``extra``."""
+    """Parse hyperparameters from ``SM_HPS`` (if set), then the names ``argv`` adds, then
+    ``extra``; without ``SM_HPS``, from ``argv`` then ``extra``."""
     raw: dict[str, Any] = {}
+    from_toolkit = bool(environ is not None and environ.get("SM_HPS"))
     if environ is not None and environ.get("SM_HPS"):
         try:
             hps = json.loads(environ["SM_HPS"])
@@ -170,7 +186,8 @@ def parse(
             raise HyperparameterError("SM_HPS must be a JSON object")
         raw.update(hps)
     if argv:
-        raw.update(split_cli(argv))
+        cli = split_cli(argv, split_by_shell=from_toolkit)
+        raw.update({k: v for k, v in cli.items() if not (from_toolkit and k in raw)})
     if extra:
         raw.update(extra)
 

@@ -10,6 +10,7 @@ import pytest
 
 import jobmodel as jm
 from testsupport import IMAGE as FAKE_IMAGE
+from testsupport import IMAGE_ENTRYPOINT
 
 
 @pytest.fixture(scope="session")
@@ -19,8 +20,11 @@ def fake_image() -> str:
 
 @pytest.fixture(scope="session")
 def catalog() -> dict[str, jm.TemplateSpec]:
-    """The shipped catalog with a (fake) resolved image on every template."""
-    return {name: spec.with_image(FAKE_IMAGE) for name, spec in jm.shipped_catalog().items()}
+    """The shipped catalog with a (fake) resolved image and its ENTRYPOINT on every template."""
+    return {
+        name: spec.with_image(FAKE_IMAGE, entrypoint=IMAGE_ENTRYPOINT)
+        for name, spec in jm.shipped_catalog().items()
+    }
 
 
 @pytest.fixture(scope="session")

@@ -120,6 +120,9 @@ def test_every_step_of_a_multi_node_chain_validates_against_botocore(
         validate_parameters(out, SHAPE)
         assert len(out["TrainingJobName"]) <= 63
         assert out["CheckpointConfig"] == base["CheckpointConfig"]
+        # the same container start on every attempt (issue 34)
+        assert out["AlgorithmSpecification"] == base["AlgorithmSpecification"]
+        assert "ContainerEntrypoint" in base["AlgorithmSpecification"]
         assert out["InfraCheckConfig"] == {"EnableInfraCheck": True}
         rc = out["ResourceConfig"]
         if step.kind == "on-demand":

@@ -13,12 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jobmodel as jm
+from testsupport import IMAGE_ENTRYPOINT
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SAGEMAKER_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/huggingface-pytorch-training:1.0"
-CATALOG = {n: s.with_image(IMAGE) for n, s in jm.shipped_catalog().items()}
+CATALOG = {
+    n: s.with_image(IMAGE, entrypoint=IMAGE_ENTRYPOINT) for n, s in jm.shipped_catalog().items()
+}
 PLATFORMS = [
     jm.PlatformConfig(
         region="us-west-2",

@@ -92,6 +92,10 @@ def test_a_job_moves_through_its_chain_and_its_attempts_add_up(chain):
     assert job["attempt"] == 3
     third = standin.requests[2]
     assert third["ResourceConfig"]["TrainingPlanArn"] == PLAN
+    # Every attempt starts its container the same way: the platform's init as PID 1.
+    assert "ContainerEntrypoint" in first["AlgorithmSpecification"]
+    assert first["AlgorithmSpecification"] == second["AlgorithmSpecification"]
+    assert third["AlgorithmSpecification"] == first["AlgorithmSpecification"]
     assert third["ResourceConfig"]["InstanceType"] == "ml.g5.xlarge"
     ended = job["attempts"][1]
     assert ended["instance_type"] == "ml.g5.xlarge" and ended["status"] == "Failed"

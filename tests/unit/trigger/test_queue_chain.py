@@ -98,6 +98,7 @@ def test_attempt_one_is_a_service_job_of_the_steps_request_with_batchs_retry(cha
     assert sent == rendered and {"Key": "ftl:job-name", "Value": name} in sent["Tags"]
     assert sent["TrainingJobName"] == name and sent["EnableManagedSpotTraining"] is True
     assert "MaxWaitTimeInSeconds" in sent["StoppingCondition"]
+    assert sent["AlgorithmSpecification"]["ContainerEntrypoint"][:2] == ["bash", "-c"]
 
 
 @pytest.mark.parametrize("status,how", [("Stopped", NO_SPOT), ("Failed", NO_CAPACITY)])
@@ -122,6 +123,9 @@ def test_an_attempt_without_capacity_moves_on_to_a_new_service_job(chained, cloc
         "ml.g5.xlarge"
     )
     assert sent["CheckpointConfig"] == first_sent["CheckpointConfig"]  # resumes from it
+    # The same container start: the platform's init as PID 1 (issue 34).
+    assert sent["AlgorithmSpecification"] == first_sent["AlgorithmSpecification"]
+    assert sent["AlgorithmSpecification"]["ContainerArguments"][-1] == "train"
     assert {"Key": "ftl:job-name", "Value": f"{name}-a2"} in sent["Tags"]
     ended = job["attempts"][0]
     assert ended["billable_seconds"] == 600
