@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 from ..contract.statuses import TERMINAL_STATUSES, Status
 from ..money import limits as Q
@@ -35,7 +35,7 @@ __all__ = [
     "plan",
 ]
 
-REVISION = "revision"  # the job item's write counter: every write adds one
+REVISION: Final = "revision"  # the job item's write counter: every write adds one
 LAUNCHER = "launcher"  # ``status_source`` of what the launcher itself observed or decided
 # Attributes that only say when and by whom a state was seen: a change in these alone is not
 # written (every describe is a new observation of the same state).
