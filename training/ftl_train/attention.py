@@ -194,13 +194,13 @@ def available() -> bool:
 def register() -> str:
     """Make ``ftl_varlen`` known to transformers (attention and mask); returns the name."""
     if not available():
-        import transformers
+        from importlib.metadata import version  # named in the message only, never compared
 
         from .hparams import HyperparameterError
 
         raise HyperparameterError(
             f"attn_implementation=varlen needs a transformers with AttentionInterface and "
-            f"masking_utils; this image has transformers {transformers.__version__}"
+            f"masking_utils; this image has transformers {version('transformers')}"
         )
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, flash_attention_mask
