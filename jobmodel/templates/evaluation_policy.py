@@ -272,13 +272,17 @@ def _gated(value: Any, key: str) -> GatedMetric:
     )
 
 
+def _unique(names: list[str], key: str, field: str, rule: str) -> None:
+    """The first repeated name in a list is an error at its own entry (``gate[2].metric``)."""
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise PolicyError(f"{key}[{i}].{field}", rule, name)
+
+
 def parse_gate(value: Any, key: str) -> tuple[GatedMetric, ...]:
     """A ``gate`` list (the template's or a team's); a metric may be gated once."""
     gate = _list(value, key, MAX_GATED, _gated)
-    names = [g.metric for g in gate]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise PolicyError(f"{key}[{i}].metric", "a metric is gated once", name)
+    _unique([g.metric for g in gate], key, "metric", "a metric is gated once")
     return gate
 
 
@@ -298,10 +302,7 @@ def _golden(value: Any, key: str) -> GoldenSet:
 def parse_golden_sets(value: Any, key: str) -> tuple[GoldenSet, ...]:
     """A ``golden_sets`` list; names are unique (each names its metric)."""
     sets = _list(value, key, MAX_GOLDEN_SETS, _golden)
-    names = [g.name for g in sets]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise PolicyError(f"{key}[{i}].name", "golden set names must be unique", name)
+    _unique([g.name for g in sets], key, "name", "golden set names must be unique")
     return sets
 
 
