@@ -93,7 +93,7 @@ format: setup
 	$(VENV)/bin/ruff format .
 
 test: setup-test lint
-	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -q --durations=25
 
 # Everything but tests/sandbox (the deploys into moto_server take most of the suite's time).
 test-fast: setup-test lint

@@ -57,6 +57,10 @@ def has_line(out: str, pattern: str) -> None:
         ("queue_submit", [r"ratio queue/direct: p50 [\d.]+x, p99 [\d.]+x$"]),
         ("cold_start", [r"ratio B/A: [\d.]+x wall, [\d.]+x CPU"]),
         ("queue_scenario", [r"^  beta +p90 +[\d.]+x", r"^books: 5 jobs a queue, each completed"]),
+        (
+            "evaluation_overhead",
+            [r"^ratio evaluation/training \(median of 1 templates\): instance-hours worst case "],
+        ),
     ],
 )
 def test_the_benchmark_runs(name, patterns):
