@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..contract import names
 from ..contract.statuses import TERMINAL_STATUSES
 from . import notifications as N
 from .job import PUBLIC_FIELDS as JOB_PUBLIC_FIELDS
@@ -27,6 +28,7 @@ __all__ = [
     "ANNOUNCE",
     "DEDUP_ATTRIBUTE",
     "REGISTER",
+    "RESULTS",
     "END_EFFECTS",
     "OWED",
     "PUBLIC_FIELDS",
@@ -41,8 +43,17 @@ OWED = "owed_effects"  # the job attribute: {effect name: dedup id}
 ANNOUNCE = "announce"  # the SNS announcement of the job's end
 # a Completed job's model as a version in the registry (jobmodel.after_training.registry)
 REGISTER = "register"
-# Every effect a job's end owes, in the order they are done.
-END_EFFECTS: tuple[str, ...] = (ANNOUNCE, REGISTER)
+# An evaluation job's end (``evaluation.results``, issue 36): its results read, the evaluated
+# job's version gated and updated, the evaluated job's record given them.
+RESULTS = "evaluation_results"
+# Every effect a job's end may owe, in the order they are done.
+END_EFFECTS: tuple[str, ...] = (ANNOUNCE, REGISTER, RESULTS)
+# What a job's end owes, by the record's ``kind`` (a training job has none): an evaluation
+# job's end owes only its results (it registers nothing; its verdict is the notice).
+_OWED_BY_KIND: dict[str | None, tuple[str, ...]] = {
+    None: (ANNOUNCE, REGISTER),
+    names.EVALUATION_KIND: (RESULTS,),
+}
 # The SNS message attribute that carries the announcement's deduplication id (the message
 # itself: ``jobmodel.jobs.notifications``, the ``ended`` notification).
 DEDUP_ATTRIBUTE = "dedup_id"
@@ -58,9 +69,14 @@ def dedup_id(job_name: str, effect: str) -> str:
 
 
 def owed_at_end(job: Mapping[str, Any]) -> dict[str, str]:
-    """The mark written with the write that ends ``job``: every end effect, with its id."""
+    """The mark written with the write that ends ``job``: every end effect its kind owes,
+    with its id (an evaluation's results: ``<evaluated job>/evaluated``)."""
     name = str(job["job_name"])
-    return {effect: dedup_id(name, effect) for effect in END_EFFECTS}
+    kind = job.get(names.JOB_KIND)
+    # An evaluation's results share the evaluated job's ``evaluated`` notice's id.
+    subject = str(job.get(names.EVALUATION_OF) or name) if kind == names.EVALUATION_KIND else name
+    effects = _OWED_BY_KIND.get(kind, _OWED_BY_KIND[None])
+    return {e: f"{subject}/evaluated" if e == RESULTS else dedup_id(name, e) for e in effects}
 
 
 def owed(job: Mapping[str, Any]) -> dict[str, str]:

@@ -131,6 +131,13 @@ class Job:
     model_package_group: str | None = shown(described=True)
     model_package_version: int | None = shown(described=True)
     model_approval_status: str | None = shown(described=True)
+    # evaluation (issue 36; ``contract.names``): an evaluation job's kind, the job it
+    # evaluates and the policy it runs; an evaluated job's ``evaluation`` (the evaluation
+    # job's name and status, then its metrics, the gate's verdict and reason)
+    kind: str | None = shown(described=True)
+    evaluation_of: str | None = shown(described=True)
+    evaluation_policy: str | None = shown()
+    evaluation: Mapping[str, Any] | None = shown(described=True)
     # queue mode
     batch_job_id: str | None = shown(public=True, notified=True)
     batch_job_arn: str | None = shown()

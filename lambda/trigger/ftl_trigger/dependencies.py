@@ -97,10 +97,21 @@ class Runtime:
     # EventBridge client (None: no events).
     notify: NotifySettings = field(default_factory=NotifySettings)
     events: Any = None
+    # An evaluation's results (issue 36: its output read, the metrics JSON written): made on
+    # first use, so a container that never ends an evaluation never builds it.
+    s3: Any = None
 
     def notifier(self) -> Notifier:
         """The notifications' sender, with the runtime's clients as they are now."""
         return Notifier(self.sns, self.events, self.topic_arn, self.notify)
+
+    def s3_client(self) -> Any:
+        """The S3 client (built on first use)."""
+        if self.s3 is None:
+            self.s3 = aws.session().create_client(
+                "s3", region_name=self.platform.region, config=SNS_CONFIG
+            )
+        return self.s3
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:

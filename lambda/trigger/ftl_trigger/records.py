@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ftl_ledger.effects import EndEffects
+from ftl_ledger.evaluation import end_effects
 from ftl_ledger.ledger import Ledger
 from ftl_ledger.notify import Notifier
 from ftl_ledger.registry import registrar
@@ -65,10 +65,12 @@ class Announcing(Protocol):
 
     def notifier(self) -> Notifier: ...
 
+    def s3_client(self) -> Any: ...
+
 
 class Effects:
     """What a job owes (``jobmodel.jobs.effects``: its notices, the announcement of its end,
-    the model registry's version), done now."""
+    the model registry's version, an evaluation's results), done now."""
 
     def __init__(self, *, settings: Announcing, writer: JobWriter) -> None:
         self.settings = settings
@@ -84,11 +86,12 @@ class Effects:
         def sagemaker() -> Any:
             return settings.sagemaker
 
-        register = registrar(
-            sagemaker if settings.model_registry else None, settings.platform.platform_name
+        registry = sagemaker if settings.model_registry else None
+        platform = settings.platform.platform_name
+        performers = {**settings.notifier().performers(), E.REGISTER: registrar(registry, platform)}
+        effects = end_effects(
+            self.writer, performers, s3=settings.s3_client, sagemaker=registry, platform=platform
         )
-        performers = {**settings.notifier().performers(), E.REGISTER: register}
-        effects = EndEffects(self.writer, performers)
         try:
             return effects.complete(job)
         except Exception as err:  # noqa: BLE001 - owed effects stay marked on the record
