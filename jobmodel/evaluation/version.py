@@ -75,7 +75,7 @@ def entries(found: Outcome, judged: Verdict, gated: tuple[str, ...] = ()) -> dic
         "eval.verdict": judged.status,
     }
     if judged.failed:
-        out["eval.failed"] = ",".join(judged.failed)
+        out["eval.failed"] = " ".join(judged.failed)
     names = [n for n in dict.fromkeys(gated) if n in found.metrics]
     names += sorted(n for n in found.metrics if n not in names)
     for name in names:
