@@ -242,8 +242,8 @@ def test_an_admins_review_before_the_results_stands(events, setup, prefix):
     sm, group, s3 = setup
     _approved(sm.real, group, {"eval_f1": 90.0})
     job = _completed_job(events, prefix)
-    sm.real.update_model_package(ModelPackageArn=job["model_package_arn"],
-                                 ModelApprovalStatus="Approved", ApprovalDescription="ok by me")  # fmt: skip
+    review = {"ModelApprovalStatus": "Approved", "ApprovalDescription": "ok by me"}
+    sm.real.update_model_package(ModelPackageArn=job["model_package_arn"], **review)
     _evaluate(events, s3, prefix, {"status": "Completed",
               "metrics": {"eval_f1": 10.0, "eval_exact_match": 60.0}})  # fmt: skip
     version = _version(sm, events.job(prefix))
