@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..contract import names
+from ..contract.errors import TemplateError
 from ..contract.statuses import Status
 from ..templates.evaluation_policy import EvaluationPolicy
 from .gate import Verdict, verdict
@@ -206,7 +207,7 @@ def policy_of(job: Mapping[str, Any], parent: Mapping[str, Any]) -> EvaluationPo
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw
         return EvaluationPolicy.from_dict(data) if isinstance(data, Mapping) else EvaluationPolicy()
-    except ValueError:  # TemplateError is a ValueError: read as no gate
+    except (ValueError, TemplateError):  # not JSON, or not a policy: read as no gate
         return EvaluationPolicy()
 
 
