@@ -168,9 +168,9 @@ def test_an_evaluation_jobs_end_owes_only_its_results_under_the_evaluated_jobs_i
 
 def test_the_write_that_gives_a_verdict_owes_the_evaluated_notice_once():
     before = {"job_name": "j", "status": "Completed", "evaluation": {"job_name": "j-eval"}}
-    view = R.parent_view(before["evaluation"],
-                         R.Outcome(evaluation_job="j-eval", status="Completed", metrics={"m": 2.0}),
-                         Verdict(status="Rejected", reason="gate failed", failed=("m",)))  # fmt: skip
+    found = R.Outcome(evaluation_job="j-eval", status="Completed", metrics={"m": 2.0})
+    judged = Verdict(status="Rejected", reason="gate failed", failed=("m",))
+    view = R.parent_view(before["evaluation"], found, judged)
     after = {**before, "evaluation": view, "model_package_arn": "arn:p/3"}
     assert N.owed_notices(before, after) == {"evaluated": "j/evaluated"}
     assert N.owed_notices(after, after) == {}
