@@ -71,6 +71,7 @@ EVALUATE = "evaluate"
 # parent written.
 RESULTS = "evaluation_results"
 RESULT_FILE = "evaluation.json"
+OUTPUT_ARCHIVE = "output.tar.gz"  # SageMaker's archive of /opt/ml/output/data
 NAME_SUFFIX = "-eval"
 MAX_RESULT_BYTES = 1024 * 1024  # evaluation.json inside the archive
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  # output.tar.gz read into memory
@@ -128,7 +129,7 @@ def output_archive_url(job: Mapping[str, Any]) -> str:
     if not path:
         path = str(job.get("output_s3_uri") or "").rstrip("/")
     training = job.get("training_job_name") or rendered.get("TrainingJobName") or job["job_name"]
-    return f"{path}/{training}/output/output.tar.gz"
+    return f"{path}/{training}/output/{OUTPUT_ARCHIVE}"
 
 
 def read_result(data: bytes) -> dict[str, Any]:
