@@ -239,6 +239,8 @@ def job_detail(job: dict[str, Any]) -> str:
             value = sooner(value)
         elif key == "tracking":  # the MLflow run (issue 27)
             value = "run {run_name} in {experiment_name} on {mlflow_resource_arn}".format(**value)
+        elif key == "evaluation" and isinstance(value, dict):  # issue 36
+            value = evaluation_line(value)
         elif isinstance(value, bool):
             value = "yes" if value else "no"
         elif isinstance(value, list):
@@ -247,6 +249,17 @@ def job_detail(job: dict[str, Any]) -> str:
     if job.get("attempts"):
         lines.append(attempts_table(job["attempts"]))
     return "\n".join(lines)
+
+
+def evaluation_line(evaluation: dict[str, Any]) -> str:
+    """A job's evaluation: its job and status, then the gate's verdict, reason and metrics."""
+    parts = [f"{evaluation.get('job_name', '-')} {evaluation.get('status') or ''}".rstrip()]
+    if evaluation.get("verdict"):
+        parts.append(f"verdict {evaluation['verdict']}: {evaluation.get('reason') or ''}".rstrip())
+    metrics = evaluation.get("metrics") or {}
+    if metrics:
+        parts.append(", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())))
+    return "; ".join(parts)
 
 
 def attempts_table(attempts: Sequence[dict[str, Any]]) -> str:

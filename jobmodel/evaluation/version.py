@@ -38,6 +38,7 @@ __all__ = [
     "EVAL_PREFIX",
     "baseline",
     "entries",
+    "evaluation_view",
     "is_recorded",
     "metadata_change",
     "metrics_document",
@@ -65,6 +66,22 @@ def baseline(properties: Mapping[str, str] | None) -> dict[str, float]:
         if math.isfinite(value):
             out[name] = value
     return out
+
+
+def evaluation_view(properties: Mapping[str, str] | None) -> dict[str, Any] | None:
+    """``models``' ``evaluation`` of a version: the evaluation job, its status, the gate's
+    verdict, the failed checks and the metrics, from its ``eval.*`` entries (None: never
+    evaluated)."""
+    props = properties or {}
+    if not props.get("eval.job"):
+        return None
+    return {
+        "job_name": props["eval.job"],
+        "status": props.get("eval.status"),
+        "verdict": props.get("eval.verdict"),
+        "failed_checks": (props.get("eval.failed") or "").split(),
+        "metrics": baseline(props),
+    }
 
 
 def entries(found: Outcome, judged: Verdict, gated: tuple[str, ...] = ()) -> dict[str, str]:

@@ -182,3 +182,17 @@ def test_the_write_that_gives_a_verdict_owes_the_evaluated_notice_once():
     assert notice.attributes["event"] == "evaluated"
     entry = N.event_entry(notice, source="ftl.ftl", bus="default")
     assert entry["DetailType"] == "FTL Evaluation Completed"
+
+
+def test_models_shows_a_versions_evaluation_from_its_entries():
+    found = R.Outcome(evaluation_job="j-eval", status="Completed", metrics={"m": 0.5, "n": 2.0})
+    judged = Verdict(status="Rejected", reason="r", failed=("m", "n"))
+    props = {**_lineage(10), **V.entries(found, judged, ("m",))}
+    assert V.evaluation_view(props) == {
+        "job_name": "j-eval",
+        "status": "Completed",
+        "verdict": "Rejected",
+        "failed_checks": ["m", "n"],
+        "metrics": {"m": 0.5, "n": 2.0},
+    }
+    assert V.evaluation_view(_lineage(10)) is None
