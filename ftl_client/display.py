@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ftl_client.client import Progress, parse_time
+from ftl_client.models_view import evaluation_line
 from ftl_client.templates_view import channels, hyperparameter, templates_table
 from ftl_client.text import (
     duration,
@@ -249,17 +250,6 @@ def job_detail(job: dict[str, Any]) -> str:
     if job.get("attempts"):
         lines.append(attempts_table(job["attempts"]))
     return "\n".join(lines)
-
-
-def evaluation_line(evaluation: dict[str, Any]) -> str:
-    """A job's evaluation: its job and status, then the gate's verdict, reason and metrics."""
-    parts = [f"{evaluation.get('job_name', '-')} {evaluation.get('status') or ''}".rstrip()]
-    if evaluation.get("verdict"):
-        parts.append(f"verdict {evaluation['verdict']}: {evaluation.get('reason') or ''}".rstrip())
-    metrics = evaluation.get("metrics") or {}
-    if metrics:
-        parts.append(", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())))
-    return "; ".join(parts)
 
 
 def attempts_table(attempts: Sequence[dict[str, Any]]) -> str:

@@ -52,6 +52,17 @@ def _verdict(evaluation: dict[str, Any]) -> str:
     return f"{verdict} ({', '.join(failed)})" if failed else verdict
 
 
+def evaluation_line(evaluation: dict[str, Any]) -> str:
+    """A job's evaluation: its job and status, then the gate's verdict, reason and metrics."""
+    parts = [f"{evaluation.get('job_name', '-')} {evaluation.get('status') or ''}".rstrip()]
+    if evaluation.get("verdict"):
+        parts.append(f"verdict {evaluation['verdict']}: {evaluation.get('reason') or ''}".rstrip())
+    metrics = evaluation.get("metrics") or {}
+    if metrics:
+        parts.append(", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())))
+    return "; ".join(parts)
+
+
 def reviewed(answer: dict[str, Any]) -> str:
     text = (
         f"{answer.get('job_name')}: version {answer.get('model_package_version')} of "

@@ -207,20 +207,23 @@ def description(job: Mapping[str, Any]) -> str:
     return text.replace("\n", " ")[:MAX_DESCRIPTION]
 
 
-def model_metrics_uri(job: Mapping[str, Any]) -> str:
-    """Where the evaluation's results effect writes the metrics JSON of ``job`` (the evaluated
-    job): ``<its output prefix>evaluation/model-metrics.json`` (issue 36)."""
-    prefix = str(job.get("output_s3_uri") or "")
-    return (prefix if prefix.endswith("/") else prefix + "/") + METRICS_KEY
+def model_metrics_uri(output_s3_uri: str) -> str:
+    """Where the evaluation's results effect writes the metrics JSON of the evaluated job
+    whose output prefix is ``output_s3_uri``: ``<prefix>evaluation/model-metrics.json``
+    (issue 36)."""
+    prefix = output_s3_uri if output_s3_uri.endswith("/") else output_s3_uri + "/"
+    return prefix + METRICS_KEY
 
 
-def model_metrics(job: Mapping[str, Any]) -> dict[str, Any] | None:
-    """CreateModelPackage's ``ModelMetrics`` of ``job``: the evaluation's metrics JSON for a
-    job that owes an evaluation (UpdateModelPackage cannot set them later), else None."""
-    owed = job.get("owed_effects")
-    if not isinstance(owed, Mapping) or EVALUATE_EFFECT not in owed or not job.get("output_s3_uri"):
+def model_metrics(
+    output_s3_uri: str | None, owed: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """CreateModelPackage's ``ModelMetrics`` of a job (its output prefix and its owed
+    effects): the evaluation's metrics JSON for a job that owes an evaluation
+    (UpdateModelPackage cannot set them later), else None."""
+    if not output_s3_uri or not isinstance(owed, Mapping) or EVALUATE_EFFECT not in owed:
         return None
-    statistics = {"ContentType": "application/json", "S3Uri": model_metrics_uri(job)}
+    statistics = {"ContentType": "application/json", "S3Uri": model_metrics_uri(output_s3_uri)}
     return {"ModelQuality": {"Statistics": statistics}}
 
 
@@ -229,12 +232,18 @@ def is_version_of(summary: Mapping[str, Any], job_name: str) -> bool:
     return str(summary.get("ModelPackageDescription") or "").startswith(f"{job_name}:")
 
 
-def create_request(job: Mapping[str, Any], group: str, dedup: str) -> dict[str, Any]:
-    """The CreateModelPackage parameters that register ``job``'s model in ``group``."""
+def create_request(
+    job: Mapping[str, Any],
+    group: str,
+    dedup: str,
+    *,
+    metrics: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The CreateModelPackage parameters that register ``job``'s model in ``group``
+    (``metrics``: its ``ModelMetrics``, :func:`model_metrics`)."""
     rendered = _rendered(job)
     image = str((rendered.get("AlgorithmSpecification") or {}).get("TrainingImage", ""))
     uri, digest = _source(rendered)
-    metrics = model_metrics(job)
     return {
         **({"ModelMetrics": metrics} if metrics else {}),
         "ModelPackageGroupName": group,

@@ -31,6 +31,7 @@ from typing import Any
 from ..contract import names
 from ..contract.errors import TemplateError
 from ..contract.statuses import Status
+from ..jobs.job import Job
 from ..templates.evaluation_policy import EvaluationPolicy
 from .gate import Verdict, verdict
 
@@ -96,15 +97,14 @@ class Outcome:
         return self.status != Status.COMPLETED
 
 
-def is_evaluation(job: Mapping[str, Any]) -> bool:
+def is_evaluation(job: Job) -> bool:
     """Whether ``job`` is an evaluation job's record."""
-    return job.get(KIND) == EVALUATION_KIND
+    return job.kind == EVALUATION_KIND
 
 
-def parent_name(job: Mapping[str, Any]) -> str | None:
+def parent_name(job: Job) -> str | None:
     """The job an evaluation job evaluates (None when the record names none)."""
-    parent = job.get(PARENT)
-    return str(parent) if parent else None
+    return job.evaluation_of or None
 
 
 def results_dedup(parent: str) -> str:
@@ -112,8 +112,8 @@ def results_dedup(parent: str) -> str:
     return f"{parent}/evaluated"
 
 
-def _rendered(job: Mapping[str, Any]) -> dict[str, Any]:
-    raw = job.get("rendered")
+def _rendered(job: Job) -> dict[str, Any]:
+    raw = job.rendered
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
@@ -121,14 +121,14 @@ def _rendered(job: Mapping[str, Any]) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-def output_archive_url(job: Mapping[str, Any]) -> str:
+def output_archive_url(job: Job) -> str:
     """Where SageMaker put the evaluation job's output data:
     ``<S3OutputPath>/<training job>/output/output.tar.gz``."""
     rendered = _rendered(job)
     path = str((rendered.get("OutputDataConfig") or {}).get("S3OutputPath", "")).rstrip("/")
     if not path:
-        path = str(job.get("output_s3_uri") or "").rstrip("/")
-    training = job.get("training_job_name") or rendered.get("TrainingJobName") or job["job_name"]
+        path = str(job.output_s3_uri or "").rstrip("/")
+    training = job.training_job_name or rendered.get("TrainingJobName") or job.job_name
     return f"{path}/{training}/output/{OUTPUT_ARCHIVE}"
 
 
@@ -166,18 +166,16 @@ def _metrics(raw: Any) -> dict[str, float]:
     return out
 
 
-def outcome(
-    job: Mapping[str, Any], result: Mapping[str, Any] | None, problem: str | None = None
-) -> Outcome:
+def outcome(job: Job, result: Mapping[str, Any] | None, problem: str | None = None) -> Outcome:
     """The outcome of the evaluation job ``job`` (as its record ended) with its
     ``evaluation.json`` (None: not read, ``problem`` says why)."""
-    name = str(job["job_name"])
-    status = str(job.get("status") or "")
+    name = str(job.job_name)
+    status = str(job.status or "")
     said = str(result.get("reason") or "") if result else ""
     if result is not None and result.get("status") == Status.FAILED and said:
         return Outcome(evaluation_job=name, status=Status.FAILED, reason=said)
     if status != Status.COMPLETED:
-        why = job.get("failure_reason") or job.get("batch_status_reason") or "no reason given"
+        why = job.failure_reason or job.batch_status_reason or "no reason given"
         return Outcome(
             evaluation_job=name, status=Status.FAILED, reason=f"evaluation job {status}: {why}"
         )
@@ -198,13 +196,13 @@ def outcome(
     )
 
 
-def policy_of(job: Mapping[str, Any], parent: Mapping[str, Any]) -> EvaluationPolicy:
+def policy_of(job: Job, parent: Job) -> EvaluationPolicy:
     """The policy the evaluation ran: the evaluation record's :data:`POLICY_ATTRIBUTE`, else
     ``policy`` in the parent's ``evaluation``; with neither (or a bad one), a policy without
     a gate (the version is left for review)."""
-    raw: Any = job.get(POLICY_ATTRIBUTE)
+    raw: Any = job.evaluation_policy
     if raw is None:
-        raw = (parent.get(ATTRIBUTE) or {}).get("policy")
+        raw = (parent.evaluation or {}).get("policy")
     try:
         data = json.loads(raw) if isinstance(raw, str) else raw
         return EvaluationPolicy.from_dict(data) if isinstance(data, Mapping) else EvaluationPolicy()

@@ -28,7 +28,6 @@ from ..after_training.registry import (
     MAX_VALUE,
     PENDING,
     client_token,
-    model_metrics_uri,
     safe_text,
 )
 from .gate import Verdict
@@ -42,7 +41,6 @@ __all__ = [
     "is_recorded",
     "metadata_change",
     "metrics_document",
-    "model_metrics_uri",
     "update_request",
 ]
 
@@ -168,7 +166,7 @@ def update_request(
 
 
 def metrics_document(found: Outcome, judged: Verdict) -> dict[str, Any]:
-    """The JSON at :func:`model_metrics_uri`."""
+    """The JSON at ``after_training.registry.model_metrics_uri``."""
     return {
         "version": 1,
         "evaluation_job": found.evaluation_job,

@@ -22,13 +22,16 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ftl_ledger.effects import EndEffects, Performer
+from ftl_ledger.job_codec import from_record
 from ftl_ledger.writer import JobWriter
 from jobmodel.after_training import registry as REG
 from jobmodel.evaluation import results as R
 from jobmodel.evaluation import version as V
 from jobmodel.evaluation.gate import Verdict
 from jobmodel.jobs import effects as E
+from jobmodel.jobs.job import Job
 from jobmodel.jobs.record import Change, JobRecord
+from jobmodel.templates.evaluation_policy import EvaluationPolicy
 
 __all__ = ["EvaluationResults", "end_effects", "split_s3_uri"]
 
@@ -53,7 +56,8 @@ def end_effects(
         try:
             built[0].complete(parent)
         except Exception as err:  # noqa: BLE001 - the notice stays owed on the job
-            LOG.warning("job %s: evaluated notice left owed: %s", parent.get("job_name"), err)
+            name = from_record(parent).job_name
+            LOG.warning("job %s: evaluated notice left owed: %s", name, err)
 
     results = EvaluationResults(
         writer=writer, s3=s3, sagemaker=sagemaker, platform=platform, follow=follow
@@ -91,41 +95,40 @@ class EvaluationResults:
         self.follow = follow
 
     def __call__(self, job: Mapping[str, Any], dedup: str) -> Mapping[str, Any] | None:
-        name = R.parent_name(job)
-        if not R.is_evaluation(job) or name is None:
+        evaluation = from_record(job)
+        name = R.parent_name(evaluation)
+        if not R.is_evaluation(evaluation) or name is None:
             return None
-        parent = self.writer.ledger.get_job(name)
-        if parent is None or parent.get("team") != job.get("team"):
-            LOG.warning(
-                "evaluation %s: no job %s of its team; nothing to do", job["job_name"], name
-            )
+        record = self.writer.ledger.get_job(name)
+        parent = from_record(record) if record is not None else None
+        if record is None or parent is None or parent.team != evaluation.team:
+            LOG.warning("evaluation %s: no job %s of its team", evaluation.job_name, name)
             return None
-        found = self.outcome(job)
-        policy = R.policy_of(job, parent)
+        found = self.outcome(evaluation)
+        policy = R.policy_of(evaluation, parent)
         described = self._version(parent)
         judged = R.judge(found, policy, self._baseline(parent, described))
-        status = parent.get("model_approval_status")
+        status = parent.model_approval_status
         if described is not None:
             status = self._update(parent, described, found, judged, policy, dedup)
-        elif parent.get("output_s3_uri"):
+        elif parent.output_s3_uri:
             self._write_metrics(parent, found, judged)
 
-        def record(current: JobRecord) -> Change:
-            previous = current.get(R.ATTRIBUTE)
-            view = R.parent_view(previous if isinstance(previous, Mapping) else None, found, judged)
-            also: dict[str, Any] = {R.ATTRIBUTE: view}
+        def write(current: JobRecord) -> Change:
+            previous = from_record(current).evaluation
+            also: dict[str, Any] = {R.ATTRIBUTE: R.parent_view(previous, found, judged)}
             if status:
                 also["model_approval_status"] = status
             return Change(also=also)
 
-        after = dict(self.writer.apply(parent, record).after)  # type: ignore[arg-type]
-        LOG.info("job %s: evaluation %s: %s", name, job["job_name"], judged.status)
+        after = dict(self.writer.apply(record, write).after)  # type: ignore[arg-type]
+        LOG.info("job %s: evaluation %s: %s", name, evaluation.job_name, judged.status)
         if self.follow is not None:
             self.follow(after)
         return None
 
     # ------------------------------------------------------------------ the results
-    def outcome(self, job: Mapping[str, Any]) -> R.Outcome:
+    def outcome(self, job: Job) -> R.Outcome:
         """What the evaluation found (its ``evaluation.json``, or why there is none)."""
         try:
             bucket, key = split_s3_uri(R.output_archive_url(job))
@@ -135,28 +138,25 @@ class EvaluationResults:
             return R.outcome(job, None, _why(exc))
 
     # ------------------------------------------------------------------ the version
-    def _version(self, parent: Mapping[str, Any]) -> dict[str, Any] | None:
-        arn = parent.get("model_package_arn")
-        if self.sagemaker is None or not arn:
+    def _version(self, parent: Job) -> dict[str, Any] | None:
+        if self.sagemaker is None or not parent.model_package_arn:
             return None
         described: dict[str, Any] = self.sagemaker().describe_model_package(
-            ModelPackageName=str(arn)
+            ModelPackageName=parent.model_package_arn
         )
         return described
 
-    def _baseline(
-        self, parent: Mapping[str, Any], described: Mapping[str, Any] | None
-    ) -> dict[str, float]:
+    def _baseline(self, parent: Job, described: Mapping[str, Any] | None) -> dict[str, float]:
         """The ``eval.*`` metrics of the group's latest Approved version other than the job's."""
         if self.sagemaker is None:
             return {}
         client = self.sagemaker()
-        group = parent.get("model_package_group") or REG.group_name(
-            self.platform, str(parent["template"]), parent.get("team")
+        group = parent.model_package_group or REG.group_name(
+            self.platform, parent.template, parent.team
         )
-        own = (described or {}).get("ModelPackageArn") or parent.get("model_package_arn")
+        own = (described or {}).get("ModelPackageArn") or parent.model_package_arn
         page = client.list_model_packages(
-            ModelPackageGroupName=str(group),
+            ModelPackageGroupName=group,
             ModelApprovalStatus="Approved",
             SortBy="CreationTime",
             SortOrder="Descending",
@@ -170,11 +170,11 @@ class EvaluationResults:
 
     def _update(
         self,
-        parent: Mapping[str, Any],
+        parent: Job,
         described: Mapping[str, Any],
         found: R.Outcome,
         judged: Verdict,
-        policy: Any,
+        policy: EvaluationPolicy,
         dedup: str,
     ) -> str:
         """The version updated (once); its approval status after."""
@@ -189,9 +189,11 @@ class EvaluationResults:
         self.sagemaker().update_model_package(**request)
         return str(request.get("ModelApprovalStatus") or current)
 
-    def _write_metrics(self, parent: Mapping[str, Any], found: R.Outcome, judged: Verdict) -> None:
+    def _write_metrics(self, parent: Job, found: R.Outcome, judged: Verdict) -> None:
         """The JSON the version's ModelMetrics names (the same bytes on a repeat)."""
-        bucket, key = split_s3_uri(REG.model_metrics_uri(parent))
+        if not parent.output_s3_uri:
+            return
+        bucket, key = split_s3_uri(REG.model_metrics_uri(parent.output_s3_uri))
         body = json.dumps(V.metrics_document(found, judged), indent=2, sort_keys=True)
         self.s3().put_object(
             Bucket=bucket, Key=key, Body=body.encode(), ContentType="application/json"

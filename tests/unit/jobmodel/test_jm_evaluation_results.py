@@ -19,6 +19,7 @@ from jobmodel.evaluation import version as V
 from jobmodel.evaluation.gate import Verdict
 from jobmodel.jobs import effects as E
 from jobmodel.jobs import notifications as N
+from jobmodel.jobs.job import Job
 from jobmodel.templates.evaluation_policy import EvaluationPolicy
 
 
@@ -45,7 +46,9 @@ EVAL_JOB = {
 def test_the_result_is_read_from_the_output_archive():
     body = {"status": "Completed", "metrics": {"eval_f1": 88.0}}
     assert R.read_result(_tar({"evaluation.json": json.dumps(body).encode()})) == body
-    assert R.output_archive_url(EVAL_JOB) == "s3://art/nlp/j-eval/j-eval/output/output.tar.gz"
+    assert (
+        R.output_archive_url(Job(**EVAL_JOB)) == "s3://art/nlp/j-eval/j-eval/output/output.tar.gz"
+    )
     with pytest.raises(R.ResultError, match="no evaluation.json"):
         R.read_result(_tar({"other.txt": b"x"}))
     with pytest.raises(R.ResultError, match="not a JSON object"):
@@ -67,7 +70,7 @@ def test_the_result_is_read_from_the_output_archive():
     ],
 )  # fmt: skip
 def test_every_end_is_an_outcome(status, result, want, reason):
-    job = {**EVAL_JOB, "status": status, "failure_reason": "AlgorithmError"}
+    job = Job(**{**EVAL_JOB, "status": status, "failure_reason": "AlgorithmError"})
     found = R.outcome(job, result, "NoSuchKey")
     assert found.status == want
     if reason is None:
@@ -78,12 +81,17 @@ def test_every_end_is_an_outcome(status, result, want, reason):
 
 def test_the_policy_comes_from_the_record_or_the_parent_and_a_bad_one_gates_nothing():
     policy = {"task_metrics": {"channel": "validation"}, "gate": [{"metric": "m", "min": 1}]}
-    own = R.policy_of({**EVAL_JOB, "evaluation_policy": json.dumps(policy)}, {})
+    none = Job(job_name="j")
+
+    def evaluation(raw):
+        return Job(**{**EVAL_JOB, "evaluation_policy": raw})
+
+    own = R.policy_of(evaluation(json.dumps(policy)), none)
     assert [g.metric for g in own.gate] == ["m"]
-    parent = R.policy_of(EVAL_JOB, {"evaluation": {"policy": policy}})
+    parent = R.policy_of(Job(**EVAL_JOB), Job(job_name="j", evaluation={"policy": policy}))
     assert parent == own
-    assert R.policy_of({**EVAL_JOB, "evaluation_policy": "{bad"}, {}) == EvaluationPolicy()
-    assert R.policy_of({**EVAL_JOB, "evaluation_policy": '{"gate": 3}'}, {}).gate == ()
+    assert R.policy_of(evaluation("{bad"), none) == EvaluationPolicy()
+    assert R.policy_of(evaluation('{"gate": 3}'), none).gate == ()
 
 
 def _lineage(n: int) -> dict[str, str]:
@@ -152,12 +160,14 @@ def test_the_update_moves_only_a_pending_version():
 def test_a_job_that_owes_an_evaluation_is_registered_with_model_metrics():
     job = {"job_name": "j", "template": "t", "output_s3_uri": "s3://art/nlp/j/",
            "owed_effects": {"register": "j/register", "evaluate": "j/evaluate"}}  # fmt: skip
-    request = REG.create_request(job, "g", "j/register")
+    metrics = REG.model_metrics(job["output_s3_uri"], job["owed_effects"])
+    request = REG.create_request(job, "g", "j/register", metrics=metrics)
     uri = "s3://art/nlp/j/evaluation/model-metrics.json"
     assert request["ModelMetrics"] == {
         "ModelQuality": {"Statistics": {"ContentType": "application/json", "S3Uri": uri}}
     }
-    assert "ModelMetrics" not in REG.create_request({**job, "owed_effects": {}}, "g", "d")
+    assert REG.model_metrics(job["output_s3_uri"], {"register": "j/register"}) is None
+    assert "ModelMetrics" not in REG.create_request(job, "g", "d")
 
 
 def test_an_evaluation_jobs_end_owes_only_its_results_under_the_evaluated_jobs_id():
