@@ -126,20 +126,21 @@ def metadata_change(
     droppable = sorted(
         (k for k in kept if k.startswith(_DROPPABLE) and k not in wanted), key=_drop_order
     )
-    fixed = [k for k in kept if k not in wanted and k not in droppable]
-    room_for_eval = MAX_METADATA - len(fixed) - 1  # one for "omitted"
-    take = dict(list(wanted.items())[: max(room_for_eval, 0)])
+    fixed = [k for k in kept if k not in wanted and k not in droppable and k != OMITTED]
+    take = dict(list(wanted.items())[: max(MAX_METADATA - len(fixed) - 1, 0)])  # 1: omitted
     dropped: list[str] = []
-    while len({**kept, **take}) + (1 if (dropped or OMITTED in kept) else 0) > MAX_METADATA:
-        if not droppable:
-            break
+
+    def size() -> int:
+        return len({**kept, **take}) + (1 if dropped and OMITTED not in kept else 0)
+
+    while size() > MAX_METADATA and droppable:
         key = droppable.pop(0)
         kept.pop(key)
         dropped.append(key)
     to_set = {k: v for k, v in take.items() if have.get(k) != v}
     if dropped:
-        before = int(have.get(OMITTED) or 0) if str(have.get(OMITTED, "0")).isdigit() else 0
-        to_set[OMITTED] = str(before + len(dropped))
+        before = str(have.get(OMITTED, "0"))
+        to_set[OMITTED] = str((int(before) if before.isdigit() else 0) + len(dropped))
     return to_set, remove + dropped
 
 

@@ -121,9 +121,10 @@ def test_the_evaluation_fits_the_50_entries_by_dropping_hyperparameters_last_fir
     n=st.integers(min_value=3, max_value=50),
     metrics=st.dictionaries(st.from_regex(r"[a-z_]{1,12}", fullmatch=True),
                             st.floats(allow_nan=False, allow_infinity=False), max_size=60),
+    omitted=st.booleans(),
 )  # fmt: skip
-def test_the_metadata_never_exceeds_its_limits(n, metrics):
-    current = _lineage(n)
+def test_the_metadata_never_exceeds_its_limits(n, metrics, omitted):
+    current = {**_lineage(n - 1), "omitted": "2"} if omitted else _lineage(n)
     found = R.Outcome(evaluation_job="j-eval", status="Completed", metrics=metrics)
     wanted = V.entries(found, Verdict(status="PendingManualApproval", reason="r"))
     to_set, remove = V.metadata_change(current, wanted)
@@ -131,6 +132,9 @@ def test_the_metadata_never_exceeds_its_limits(n, metrics):
     assert len(after) <= REG.MAX_METADATA
     assert {"job_name", "template", "artifact", "eval.job", "eval.verdict"} <= set(after)
     assert all(len(k) <= REG.MAX_KEY and len(v) <= REG.MAX_VALUE for k, v in after.items())
+    dropped = [k for k in remove if not k.startswith("eval.")]
+    if dropped:
+        assert after["omitted"] == str((2 if omitted else 0) + len(dropped))
 
 
 def test_a_repeat_removes_nothing_and_an_earlier_evaluation_is_replaced():
