@@ -2,7 +2,8 @@
 functions that do them: the evaluation job's ``output.tar.gz`` read, the group's versions
 listed and described (the baseline), the evaluated job's version updated (metadata, and
 Approved or Rejected), its metrics JSON written, the ledger written and the ``evaluated``
-notice published. What the conditions and resources keep out: a version set back to
+notice published; each request within the service models' limits. What the conditions and
+resources keep out: a version set back to
 ``PendingManualApproval``, another bucket's objects, and a write anywhere but the metrics JSON.
 """
 
@@ -111,6 +112,11 @@ def test_an_evaluations_results_are_allowed_from_both_functions(name, authz_sand
         "sagemaker:UpdateModelPackage",
         "sns:Publish",
     } <= ops, ops
+    # every request within the service models' full limits (the constraints check)
+    from testsupport.constraints.check import ConstraintsCheck
+
+    findings = ConstraintsCheck().all((c.service, c.operation, c.params) for c in calls)
+    assert not findings, "\n".join(str(f) for f in findings[:20])
     results = [c for c in calls if c.service in ("s3", "sagemaker")]
     for role in (d.trigger_role(), d.events_role()):
         requests = [
