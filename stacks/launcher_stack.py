@@ -76,6 +76,9 @@ class LauncherStack(Stack):
             job_queue=self.job_queue,
         )
         self._tracking_environment(settings)
+        # Issue 36: the teams' additions to the evaluation policies, for the trigger's claims.
+        for key, value in EvaluationAdditions.to_env(settings.evaluation).items():
+            self.launcher.function.add_environment(key, value)
         self._events_and_dashboard(settings, foundation, retention)
         # Training prices from the AWS Price List API, daily and after each deploy.
         self.prices = PriceRefresh(
@@ -113,7 +116,7 @@ class LauncherStack(Stack):
             settings.capacity.check_catalog({s.name: s for s in specs})
         except CapacityError as exc:
             raise ContextError(exc.key, exc.rule) from None
-        try:  # issue 36: the runtime that applies the additions is not built yet
+        try:  # issue 36: checked here; the trigger reads them again (FTL_EVALUATION)
             EvaluationAdditions.parse(
                 settings.evaluation,
                 teams=[t.name for t in settings.teams.teams],

@@ -14,6 +14,7 @@ from datetime import datetime
 
 __all__ = [
     "ADMIN_ALIAS",
+    "ENV_EVALUATION",
     "EVALUATION",
     "EVALUATION_KIND",
     "EVALUATION_OF",
@@ -177,6 +178,9 @@ ENV_CAPACITY = "FTL_CAPACITY"
 # as the run's tags; ``FTL_TRACKING_ATTEMPT`` and ``FTL_TRACKING_INSTANCE_TYPE`` are rewritten
 # per attempt of a capacity chain (``jobmodel.render.render_attempt``).
 ENV_MLFLOW = "FTL_MLFLOW"
+# The teams' additions to the evaluation policies (context ``ftl:evaluation``, issue 36), as
+# JSON, for the trigger (``jobmodel.evaluation.additions``); absent: none.
+ENV_EVALUATION = "FTL_EVALUATION"
 ENV_MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
 ENV_MLFLOW_EXPERIMENT_NAME = "MLFLOW_EXPERIMENT_NAME"
 ENV_MLFLOW_RUN_NAME = "FTL_TRACKING_RUN_NAME"

@@ -10,5 +10,8 @@ within its limits, the update, the baseline, the metrics JSON) and ``tracking`` 
 evaluation job's MLflow variables: the evaluated job's run). The policy itself is a template
 key: ``templates.evaluation_policy``.
 
-May import (within jobmodel): contract, templates, after_training, jobs, _rules, instances.
+``launch`` (the evaluation job's name and request, from the evaluated job's own request, with
+the renderer's metric definitions).
+
+May import (within jobmodel): contract, templates, after_training, jobs, _rules, instances, render.
 """

@@ -183,6 +183,7 @@ class Job:
         estimate: float | None,
         price_reason: str | None,
         steps: Sequence[Mapping[str, Any]] = (),
+        evaluation_policy: Any = None,
     ) -> Job:
         """The first record of a job a submit claims (``Submitting``, in the sweep's index
         until it starts or ends); a chained job (``steps``) with its chain and attempt 1,
@@ -211,6 +212,10 @@ class Job:
             price_unknown_reason=price_reason,
             priority=req.priority,
             care=CARE_VALUE,
+            # issue 36: ``EvaluationPolicy`` (its ``to_dict``), kept so the end owes it
+            evaluation_policy=None
+            if evaluation_policy is None
+            else json.dumps(evaluation_policy.to_dict(), sort_keys=True),
         )
         if not steps:
             return job

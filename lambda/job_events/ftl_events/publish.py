@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ftl_ledger.effects import Performer
 from ftl_ledger.evaluation import end_effects
 from ftl_ledger.registry import registrar
 from jobmodel.jobs import effects as E
@@ -34,7 +35,11 @@ def complete_effects(runtime: Runtime, job: Mapping[str, Any]) -> dict[str, Any]
 
     registry = sagemaker if runtime.sagemaker is not None else None
     register = registrar(registry, runtime.platform)
-    performers = {**runtime.notifier().performers(), E.REGISTER: register}
+    performers: dict[str, Performer | None] = {
+        **runtime.notifier().performers(),
+        E.REGISTER: register,
+        E.EVALUATE: None,  # the trigger's (it starts jobs): asked by the handler
+    }
     effects = end_effects(
         runtime.recorder.writer,
         performers,

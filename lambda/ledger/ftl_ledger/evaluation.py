@@ -41,7 +41,7 @@ BASELINE_PAGE = 10  # the newest Approved versions looked through (the job's own
 
 def end_effects(
     writer: JobWriter,
-    performers: Mapping[str, Performer],
+    performers: Mapping[str, Performer | None],
     *,
     s3: Callable[[], Any],
     sagemaker: Callable[[], Any] | None,

@@ -15,6 +15,7 @@ from typing import Any, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ftl_ledger.effects import Performer
 from ftl_ledger.evaluation import end_effects
 from ftl_ledger.ledger import Ledger
 from ftl_ledger.notify import Notifier
@@ -75,6 +76,9 @@ class Effects:
     def __init__(self, *, settings: Announcing, writer: JobWriter) -> None:
         self.settings = settings
         self.writer = writer
+        # The ``evaluate`` effect's performer (``evaluation_flow.EvaluationFlow.perform``),
+        # given once the flows are composed (``actions.Launcher``).
+        self.evaluate: Performer | None = None
 
     def complete(self, job: dict[str, Any]) -> dict[str, Any]:
         """Do what ``job`` still owes (a failure is logged: the mark stays for the job's
@@ -88,7 +92,11 @@ class Effects:
 
         registry = sagemaker if settings.model_registry else None
         platform = settings.platform.platform_name
-        performers = {**settings.notifier().performers(), E.REGISTER: registrar(registry, platform)}
+        performers: dict[str, Performer | None] = {
+            **settings.notifier().performers(),
+            E.REGISTER: registrar(registry, platform),
+            E.EVALUATE: self.evaluate,
+        }
         effects = end_effects(
             self.writer, performers, s3=settings.s3_client, sagemaker=registry, platform=platform
         )
