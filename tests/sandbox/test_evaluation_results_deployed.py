@@ -36,6 +36,8 @@ CONTEXT = {
         [{"name": "nlp", "principals": [f"arn:aws:iam::{ACCOUNT}:role/nlp-scientists"]}]
     ),
     "ftl:admins": json.dumps([f"arn:aws:iam::{ACCOUNT}:role/platform-ops"]),
+    # Sandbox prices (not AWS's), so the evaluation job is priced and charged like a job.
+    "ftl:prices": json.dumps({"us-east-1": {"ml.p4d.24xlarge": 40.0, "ml.g5.xlarge": 1.5}}),
 }
 CALLERS = {"nlpkey": f"arn:aws:sts::{ACCOUNT}:assumed-role/nlp-scientists/alice"}
 BASELINE = {"eval_f1": 85.0, "eval_exact_match": 78.0}
@@ -186,3 +188,132 @@ def test_a_planted_regression_found_by_a_describe_is_rejected(reg):
         Key=f"nlp/{parent['job_name']}/evaluation/model-metrics.json",
     )
     assert json.loads(metrics["Body"].read())["verdict"] == "Rejected"
+
+
+# ----------------------------------------------------------------- the start, run for real
+def _run_the_evaluation(reg: Teams, request: dict[str, Any], work: Any) -> dict[str, Any]:
+    """Run the evaluation job's request as its container would: each channel's S3 prefix
+    downloaded to its folder, the hyperparameters as the toolkit hands them over, the
+    entrypoint ``training/evaluate.py``; its output uploaded where SageMaker puts it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    sys.path[:0] = [str(repo / "tests" / "training")]
+    import ftl_train_testlib as tl
+
+    s3 = reg.client("s3")
+    channels: dict[str, Path] = {}
+    for channel in request["InputDataConfig"]:
+        uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
+        bucket, _, prefix = uri[5:].partition("/")
+        folder = work / "input" / channel["ChannelName"]
+        folder.mkdir(parents=True)
+        for obj in s3.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", []):
+            target = folder / obj["Key"][len(prefix) :].lstrip("/")
+            if obj["Key"] == prefix:  # a single object (the archive)
+                target = folder / Path(prefix).name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read())
+        channels[channel["ChannelName"]] = folder
+    hps = {k: json.loads(v) for k, v in request["HyperParameters"].items()}
+    assert hps.pop("sagemaker_program") == "evaluate.py"
+    env = tl.sm_environ(work, channels, SM_HPS=json.dumps(hps), OMP_NUM_THREADS="1")
+    done = subprocess.run(
+        [sys.executable, str(repo / "training" / "evaluate.py")],
+        env=env,
+        cwd=str(repo / "training"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    report = json.loads((work / "output_data" / "evaluation.json").read_text())
+    assert done.returncode in (0, 2), done.stderr[-3000:]
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        tar.add(str(work / "output_data" / "evaluation.json"), arcname="evaluation.json")
+    path = request["OutputDataConfig"]["S3OutputPath"][5:]
+    bucket, _, prefix = path.partition("/")
+    key = "/".join(p for p in (prefix.strip("/"), request["TrainingJobName"]) if p)
+    s3.put_object(Bucket=bucket, Key=f"{key}/output/output.tar.gz", Body=out.getvalue())
+    return report
+
+
+def _plant_the_training_output(reg: Teams, described: dict[str, Any], work: Any) -> None:
+    """What the Completed job left: a tiny QA model as its ``model.tar.gz``, and held-out
+    data in its validation channel (moto runs no container)."""
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    sys.path[:0] = [str(repo / "tests" / "images"), str(repo / "tests" / "training")]
+    import ftl_train_testlib as tl
+    import harness
+
+    model = harness.make_model(work / "model", "bert", "qa", 2)
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        for path in sorted(model.rglob("*")):
+            if path.is_file():
+                tar.add(str(path), arcname=str(path.relative_to(model)))
+    s3 = reg.client("s3")
+    artifact = described["output_s3_uri"][5:].rstrip("/")
+    bucket, _, prefix = artifact.partition("/")
+    training = described.get("training_job_name") or described["job_name"]
+    root = prefix.rsplit("/", 1)[0] if prefix.endswith(described["job_name"]) else prefix
+    for key in {f"{root}/{training}/output/model.tar.gz", f"{prefix}/output/model.tar.gz"}:
+        s3.put_object(Bucket=bucket, Key=key.lstrip("/"), Body=out.getvalue())
+    held = tl.write_records(tl.qa_records(8, seed=3, lo=10, hi=30), work / "held", "jsonl")
+    for file in held.iterdir():
+        s3.put_object(
+            Bucket=reg.data, Key=f"nlp/{TEMPLATE}/validation/{file.name}", Body=file.read_bytes()
+        )
+
+
+def test_a_completed_jobs_evaluation_is_started_once_run_and_gated(reg, tmp_path):
+    """The start half for real: a Completed job's describe starts exactly one evaluation job
+    (its end event delivered twice to the job-events function starts nothing more); its
+    request, run by the entrypoint against a tiny untrained model, scores far below the
+    Approved version's 85 F1; its end puts the metrics on the version and rejects it."""
+    inputs = {
+        "train": f"s3://{reg.data}/nlp/{TEMPLATE}/train/",
+        "validation": f"s3://{reg.data}/nlp/{TEMPLATE}/validation/",
+    }
+    job = reg.team("nlp", {"template": TEMPLATE, "job_name": "qa-real", "inputs": inputs})
+    assert "error" not in job, job
+    name = job["job_name"]
+    _plant_the_training_output(reg, job, tmp_path)
+    described = reg.team("nlp", {"action": "describe", "job_name": name})
+    assert described["status"] == "Completed", described
+    eval_name = described["evaluation"]["job_name"]
+    assert eval_name == f"{name}-eval" and reg.jobs(eval_name) == [eval_name]
+    end = {
+        "id": f"{name}-completed",
+        "source": "aws.sagemaker",
+        "detail-type": "SageMaker Training Job State Change",
+        "detail": {"TrainingJobName": name, "TrainingJobStatus": "Completed",
+                   "BillableTimeInSeconds": 600},
+    }  # fmt: skip
+    reg.invoke(_events_function(reg), end)
+    reg.invoke(_events_function(reg), end)
+    assert reg.jobs(eval_name) == [eval_name]  # exactly one
+    request = reg.sm.describe_training_job(TrainingJobName=eval_name)
+    report = _run_the_evaluation(reg, request, tmp_path / "eval")
+    assert report["status"] == "Completed", report
+    assert set(report["metrics"]) >= {"eval_f1", "eval_exact_match"}
+    ended = {
+        "id": f"{eval_name}-completed",
+        "source": "aws.sagemaker",
+        "detail-type": "SageMaker Training Job State Change",
+        "detail": {"TrainingJobName": eval_name, "TrainingJobStatus": "Completed",
+                   "BillableTimeInSeconds": 120},
+    }  # fmt: skip
+    reg.invoke(_events_function(reg), ended)
+    after = reg.team("nlp", {"action": "describe", "job_name": name})
+    assert after["evaluation"]["metrics"] == report["metrics"], after["evaluation"]
+    assert after["model_approval_status"] == "Rejected", after["evaluation"]
+    # The evaluation job is priced and charged to the team's month like any job.
+    charged = reg.team("nlp", {"action": "describe", "job_name": eval_name})
+    assert charged["estimated_max_cost_usd"] == pytest.approx(1.5), charged  # 1 h of g5
+    assert charged["cost_usd"] == pytest.approx(120 * 1.5 / 3600, abs=1e-4), charged
