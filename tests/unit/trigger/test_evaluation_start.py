@@ -129,3 +129,28 @@ def test_the_chain_alias_asks_only_for_known_actions(evaluated):
     # The evaluate action is not a public action: the direct door refuses it.
     direct = evaluated({"action": "evaluate", "job_name": "x"}, alias="team-alpha")
     assert direct["error"]["type"] == "ValidationError" and direct["error"]["field"] == "action"
+
+
+def test_in_queue_mode_the_evaluation_job_is_queued_like_a_job(
+    batch_sandbox, monkeypatch, tmp_path, prefix
+):
+    from tests.unit.trigger.conftest import queue_launcher
+
+    topic = client("sns", batch_sandbox.endpoint).create_topic(Name=f"t-{prefix}")["TopicArn"]
+    launcher = queue_launcher(
+        batch_sandbox, monkeypatch, tmp_path, capacity=1, env={"FTL_TOPIC_ARN": topic}
+    )
+    name = launcher(job(prefix))["job_name"]
+    seen = launcher({"action": "describe", "job_name": name})
+    assert seen["status"] == "InProgress", seen
+    launcher.standin.finish_training_job(seen["training_job_name"], "Completed")
+    done = launcher({"action": "describe", "job_name": name})
+    assert done["status"] == "Completed", done
+    assert done["evaluation"]["job_name"] == f"{name}-eval", done
+    queued = [j for j in launcher.batch_jobs() if j.request["jobName"].startswith(f"{name}-eval")]
+    assert len(queued) == 1, [j.request["jobName"] for j in launcher.batch_jobs()]
+    eval_job = _record(launcher, f"{name}-eval")
+    assert eval_job["kind"] == "evaluation" and eval_job.get("batch_job_id")
+    again = launcher({"action": "evaluate", "job_name": name}, alias=CHAIN_ALIAS)
+    assert again["evaluation"]["job_name"] == f"{name}-eval"
+    assert len([j for j in launcher.batch_jobs() if f"{name}-eval" in j.request["jobName"]]) == 1
