@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ftl_client.client import Progress, parse_time
+from ftl_client.models_view import evaluation_line
 from ftl_client.templates_view import channels, hyperparameter, templates_table
 from ftl_client.text import (
     duration,
@@ -239,6 +240,8 @@ def job_detail(job: dict[str, Any]) -> str:
             value = sooner(value)
         elif key == "tracking":  # the MLflow run (issue 27)
             value = "run {run_name} in {experiment_name} on {mlflow_resource_arn}".format(**value)
+        elif key == "evaluation" and isinstance(value, dict):  # issue 36
+            value = evaluation_line(value)
         elif isinstance(value, bool):
             value = "yes" if value else "no"
         elif isinstance(value, list):

@@ -1,5 +1,6 @@
-"""``ftl models`` and ``ftl review``: a team's model versions with their lineage, and an
-admin's approval or rejection of a job's version (docs/CLIENT.md)."""
+"""``ftl models`` and ``ftl review``: a team's model versions with their lineage and their
+evaluation's verdict and metrics, and an admin's approval or rejection of a job's version
+(docs/CLIENT.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ def models_table(models: Sequence[dict[str, Any]]) -> str:
         metrics = ", ".join(
             f"{k[7:]}={v}" for k, v in sorted(lineage.items()) if k.startswith("metric.")
         )
+        evaluation = m.get("evaluation") or {}
+        scores = ", ".join(
+            f"{k}={v:g}" for k, v in sorted((evaluation.get("metrics") or {}).items())
+        )
         rows.append(
             [
                 str(m.get("model_package_group") or "-"),
@@ -26,11 +31,36 @@ def models_table(models: Sequence[dict[str, Any]]) -> str:
                 str(m.get("model_approval_status") or "-"),
                 *[str(lineage.get(k, "-")) for k in SHOWN],
                 metrics or "-",
+                _verdict(evaluation),
+                scores or "-",
             ]
         )
     header = ["GROUP", "VERSION", "APPROVAL", "JOB", "TEMPLATE", "BASE MODEL", "SOURCE",
-              "COST USD", "ATTEMPTS", "METRICS"]  # fmt: skip
+              "COST USD", "ATTEMPTS", "METRICS", "EVALUATION", "EVAL METRICS"]  # fmt: skip
     return table(header, rows)
+
+
+def _verdict(evaluation: dict[str, Any]) -> str:
+    """A version's evaluation in a word: the gate's verdict, the failed checks, or a failure
+    (issue 36); ``-`` when it was never evaluated."""
+    if not evaluation:
+        return "-"
+    if evaluation.get("status") == "Failed":
+        return "failed"
+    failed = evaluation.get("failed_checks") or []
+    verdict = str(evaluation.get("verdict") or "-")
+    return f"{verdict} ({', '.join(failed)})" if failed else verdict
+
+
+def evaluation_line(evaluation: dict[str, Any]) -> str:
+    """A job's evaluation: its job and status, then the gate's verdict, reason and metrics."""
+    parts = [f"{evaluation.get('job_name', '-')} {evaluation.get('status') or ''}".rstrip()]
+    if evaluation.get("verdict"):
+        parts.append(f"verdict {evaluation['verdict']}: {evaluation.get('reason') or ''}".rstrip())
+    metrics = evaluation.get("metrics") or {}
+    if metrics:
+        parts.append(", ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())))
+    return "; ".join(parts)
 
 
 def reviewed(answer: dict[str, Any]) -> str:

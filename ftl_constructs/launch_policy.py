@@ -57,7 +57,11 @@ def create_conditions(
 ) -> dict[str, dict[str, Any]]:
     """What every ``CreateTrainingJob`` the trigger makes must satisfy: the catalog's instance
     types and limits, the platform key, the platform's network (or none) and tags."""
-    instance_types = sorted({t for s in specs for t in s.instance_types})
+    # Issue 36: an evaluation job runs on its policy's type, which a template may not allow.
+    instance_types = sorted(
+        {t for s in specs for t in s.instance_types}
+        | {s.evaluation.instance_type for s in specs if s.evaluation and s.evaluation.instance_type}
+    )
     in_vpc = bool(subnets) and security_group is not None
     only_values: dict[str, Any] = {"sagemaker:InstanceTypes": instance_types}
     # ForAllValues is true for a key that is absent, so Null pins each list key as present.
@@ -76,7 +80,12 @@ def create_conditions(
         "ForAllValues:StringEquals": only_values,
         "Null": null,
         "NumericLessThanEquals": {
-            "sagemaker:MaxRuntimeInSeconds": str(max(s.max_runtime_seconds for s in specs))
+            "sagemaker:MaxRuntimeInSeconds": str(
+                max(
+                    [s.max_runtime_seconds for s in specs]
+                    + [s.evaluation.max_runtime_seconds for s in specs if s.evaluation]
+                )
+            )
         },
         "NumericLessThanEqualsIfExists": {
             "sagemaker:KeepAlivePeriod": str(max(s.keep_alive_seconds for s in specs))

@@ -14,9 +14,11 @@ from ftl_constructs.nag import acknowledge, acknowledge_resource
 from jobmodel.after_training.registry import (
     APPROVAL_STATUSES,
     ENV_MODEL_REGISTRY,
+    METRICS_KEY,
     PENDING,
     group_name,
 )
+from jobmodel.evaluation.results import OUTPUT_ARCHIVE
 from jobmodel.teams import TeamsConfig
 
 APPROVAL_KEY = "sagemaker:ModelApprovalStatus"
@@ -118,6 +120,31 @@ class ModelRegistry(Construct):
             )
         )
 
+    def grant_gate(self, policy: iam.Policy, *, reviews: bool) -> None:
+        """An evaluation's results (issue 36, both functions): a version's metadata and
+        approval description set without changing its status, or its status set to Approved
+        or Rejected (``reviews``: the policy already has that from ``grant_review``); never
+        back to PendingManualApproval."""
+        _, packages = self._arns()
+        statements = [
+            iam.PolicyStatement(
+                sid="RecordEvaluations",
+                actions=["sagemaker:UpdateModelPackage"],
+                resources=[packages],
+                conditions={"Null": {APPROVAL_KEY: "true"}},
+            )
+        ]
+        if not reviews:
+            statements.append(
+                iam.PolicyStatement(
+                    sid="GateModelVersions",
+                    actions=["sagemaker:UpdateModelPackage"],
+                    resources=[packages],
+                    conditions={"StringEquals": {APPROVAL_KEY: list(APPROVAL_STATUSES)}},
+                )
+            )
+        policy.add_statements(*statements)
+
     @staticmethod
     def acknowledge_list(policy: iam.Policy) -> None:
         """The ``*`` of ListModelPackages, on a policy that has no other ``*`` grant."""
@@ -127,3 +154,23 @@ class ModelRegistry(Construct):
             "ListModelPackages supports no resource-level permissions; the function lists "
             "only the platform's groups by name (a job's version before creating one).",
         )
+
+
+def evaluation_results_access(policy: iam.Policy, bucket_arn: str) -> None:
+    """Read an evaluation job's output data and write an evaluated job's metrics JSON
+    (``jobmodel.after_training.registry.model_metrics_uri``), in the artifact bucket only
+    (``bucket_arn``: its ARN, as the stack exports it)."""
+    outputs = f"{bucket_arn}/*/output/{OUTPUT_ARCHIVE}"
+    metrics = f"{bucket_arn}/*/{METRICS_KEY}"
+    policy.add_statements(
+        iam.PolicyStatement(
+            sid="ReadEvaluationOutput", actions=["s3:GetObject"], resources=[outputs]
+        ),
+        iam.PolicyStatement(sid="WriteModelMetrics", actions=["s3:PutObject"], resources=[metrics]),
+    )
+    reason = (
+        "Job names are chosen at run time: an evaluation job's output archive and an evaluated "
+        "job's metrics JSON are found under <[team/]job>/ in the artifact bucket."
+    )
+    acknowledge_resource(policy, outputs, reason)
+    acknowledge_resource(policy, metrics, reason)

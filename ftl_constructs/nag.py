@@ -32,6 +32,8 @@ def _render(value: Any) -> str:
             return f"<{value['Ref']}>"
         if "Fn::GetAtt" in value:
             return "<{}.{}>".format(*value["Fn::GetAtt"])
+        if "Fn::ImportValue" in value:  # another stack's export: cdk-nag shows its name
+            return _render(value["Fn::ImportValue"])
         if "Fn::Join" in value:
             sep, parts = value["Fn::Join"]
             return sep.join(_render(p) for p in parts)

@@ -60,6 +60,11 @@ def _apply_shims() -> None:
     from sandbox.events_shim import scheduled_rules_match_no_event
 
     scheduled_rules_match_no_event()
+    # 9. moto 5.2's UpdateModelPackage drops what the request leaves out and replaces the
+    #    customer metadata; SageMaker changes only what it names (sandbox/registry_update.py).
+    from sandbox.registry_update import merge_updates
+
+    merge_updates()
 
 
 def _kms_key_tags() -> None:

@@ -15,7 +15,7 @@ from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate, catalog_specs
 from ftl_constructs.launcher import JobLauncher
 from ftl_constructs.mlflow_tracking import tracking_config
-from ftl_constructs.model_registry import ModelRegistry
+from ftl_constructs.model_registry import ModelRegistry, evaluation_results_access
 from ftl_constructs.price_refresh import PriceRefresh
 from ftl_constructs.settings import ContextError, PlatformSettings, retention_days
 from ftl_constructs.team_access import TeamAccess, output_id
@@ -76,6 +76,9 @@ class LauncherStack(Stack):
             job_queue=self.job_queue,
         )
         self._tracking_environment(settings)
+        # Issue 36: the teams' additions to the evaluation policies, for the trigger's claims.
+        for key, value in EvaluationAdditions.to_env(settings.evaluation).items():
+            self.launcher.function.add_environment(key, value)
         self._events_and_dashboard(settings, foundation, retention)
         # Training prices from the AWS Price List API, daily and after each deploy.
         self.prices = PriceRefresh(
@@ -101,6 +104,7 @@ class LauncherStack(Stack):
             else None
         )
         self._registry(settings, [t.spec.name for t in templates])
+        self._evaluation_results(foundation)
         self._notifications(settings, foundation)
         self._outputs(foundation)
 
@@ -112,7 +116,7 @@ class LauncherStack(Stack):
             settings.capacity.check_catalog({s.name: s for s in specs})
         except CapacityError as exc:
             raise ContextError(exc.key, exc.rule) from None
-        try:  # issue 36: the runtime that applies the additions is not built yet
+        try:  # issue 36: checked here; the trigger reads them again (FTL_EVALUATION)
             EvaluationAdditions.parse(
                 settings.evaluation,
                 teams=[t.name for t in settings.teams.teams],
@@ -137,6 +141,18 @@ class LauncherStack(Stack):
         self.registry.grant_review(self.launcher.trigger.policy)
         self.registry.grant_register(self.events.function, self.events.handler.policy)
         self.registry.acknowledge_list(self.events.handler.policy)
+        self.registry.grant_gate(self.launcher.trigger.policy, reviews=True)
+        self.registry.grant_gate(self.events.handler.policy, reviews=False)
+
+    def _evaluation_results(self, foundation: FoundationStack) -> None:
+        """An evaluation job's end (issue 36, either function): its ``output.tar.gz`` read and
+        the evaluated job's metrics JSON (its version's ModelMetrics) written, in the
+        artifact bucket under the platform key (the functions' key statement)."""
+        # Exported explicitly (the export a reference would make), so the wildcard's cdk-nag
+        # finding names the import the policy holds.
+        bucket_arn = foundation.export_value(foundation.artifact_bucket.bucket_arn)
+        for policy in (self.launcher.trigger.policy, self.events.handler.policy):
+            evaluation_results_access(policy, bucket_arn)
 
     def _notifications(self, settings: PlatformSettings, foundation: FoundationStack) -> None:
         """A topic per team (each team subscribes to its own), and every platform event on

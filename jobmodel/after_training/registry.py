@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..contract.names import EVALUATE_EFFECT
 from .archive import archive_kind
 
 __all__ = [
@@ -39,7 +40,10 @@ __all__ = [
     "group_name",
     "is_version_of",
     "lineage",
+    "model_metrics",
+    "model_metrics_uri",
     "recorded",
+    "safe_text",
     "version_view",
 ]
 
@@ -58,6 +62,8 @@ MAX_GROUP_NAME = 63
 MAX_METADATA = 50  # CustomerMetadataProperties entries
 MAX_KEY, MAX_VALUE = 128, 256
 MAX_DESCRIPTION = 1024
+# The evaluation's metrics JSON, under the evaluated job's output prefix (issue 36).
+METRICS_KEY = "evaluation/model-metrics.json"
 # CustomerMetadataProperties keys and values: letters, spaces, digits and _.:/=+-@ only.
 _UNSAFE = re.compile(r"[^\w .:/=+\-@]", re.ASCII)
 _GROUP_UNSAFE = re.compile(r"[^a-z0-9-]+")
@@ -149,7 +155,7 @@ def model_data_url(job: Mapping[str, Any]) -> str:
     return f"{path}/{training}/output/model.tar.gz"
 
 
-def _safe(text: Any, limit: int) -> str:
+def safe_text(text: Any, limit: int) -> str:
     """``text`` with every character the metadata pattern refuses as ``_``, cut to fit."""
     return _UNSAFE.sub("_", str(text))[:limit] or "_"
 
@@ -186,9 +192,9 @@ def lineage(job: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     room = MAX_METADATA - 1  # one left for "omitted"
     for key, value in entries:
-        safe_key = _safe(key, MAX_KEY)
+        safe_key = safe_text(key, MAX_KEY)
         if len(out) < room and safe_key not in out:
-            out[safe_key] = _safe(value, MAX_VALUE)
+            out[safe_key] = safe_text(value, MAX_VALUE)
     if len(entries) > len(out):
         out["omitted"] = str(len(entries) - len(out))
     return out
@@ -201,17 +207,45 @@ def description(job: Mapping[str, Any]) -> str:
     return text.replace("\n", " ")[:MAX_DESCRIPTION]
 
 
+def model_metrics_uri(output_s3_uri: str) -> str:
+    """Where the evaluation's results effect writes the metrics JSON of the evaluated job
+    whose output prefix is ``output_s3_uri``: ``<prefix>evaluation/model-metrics.json``
+    (issue 36)."""
+    prefix = output_s3_uri if output_s3_uri.endswith("/") else output_s3_uri + "/"
+    return prefix + METRICS_KEY
+
+
+def model_metrics(
+    output_s3_uri: str | None, owed: Mapping[str, Any] | None
+) -> dict[str, Any] | None:
+    """CreateModelPackage's ``ModelMetrics`` of a job (its output prefix and its owed
+    effects): the evaluation's metrics JSON for a job that owes an evaluation
+    (UpdateModelPackage cannot set them later), else None."""
+    if not output_s3_uri or not isinstance(owed, Mapping) or EVALUATE_EFFECT not in owed:
+        return None
+    statistics = {"ContentType": "application/json", "S3Uri": model_metrics_uri(output_s3_uri)}
+    return {"ModelQuality": {"Statistics": statistics}}
+
+
 def is_version_of(summary: Mapping[str, Any], job_name: str) -> bool:
     """Whether a ListModelPackages summary is the version of ``job_name``."""
     return str(summary.get("ModelPackageDescription") or "").startswith(f"{job_name}:")
 
 
-def create_request(job: Mapping[str, Any], group: str, dedup: str) -> dict[str, Any]:
-    """The CreateModelPackage parameters that register ``job``'s model in ``group``."""
+def create_request(
+    job: Mapping[str, Any],
+    group: str,
+    dedup: str,
+    *,
+    metrics: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The CreateModelPackage parameters that register ``job``'s model in ``group``
+    (``metrics``: its ``ModelMetrics``, :func:`model_metrics`)."""
     rendered = _rendered(job)
     image = str((rendered.get("AlgorithmSpecification") or {}).get("TrainingImage", ""))
     uri, digest = _source(rendered)
     return {
+        **({"ModelMetrics": metrics} if metrics else {}),
         "ModelPackageGroupName": group,
         "ModelPackageDescription": description(job),
         "ModelApprovalStatus": PENDING,

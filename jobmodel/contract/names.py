@@ -14,6 +14,13 @@ from datetime import datetime
 
 __all__ = [
     "ADMIN_ALIAS",
+    "ENV_EVALUATION",
+    "EVALUATION",
+    "EVALUATION_KIND",
+    "EVALUATION_OF",
+    "EVALUATION_POLICY",
+    "EVALUATE_EFFECT",
+    "JOB_KIND",
     "BATCH_TRAINING_JOB_PREFIX",
     "CARE_INDEX",
     "CHAIN_ALIAS",
@@ -171,6 +178,9 @@ ENV_CAPACITY = "FTL_CAPACITY"
 # as the run's tags; ``FTL_TRACKING_ATTEMPT`` and ``FTL_TRACKING_INSTANCE_TYPE`` are rewritten
 # per attempt of a capacity chain (``jobmodel.render.render_attempt``).
 ENV_MLFLOW = "FTL_MLFLOW"
+# The teams' additions to the evaluation policies (context ``ftl:evaluation``, issue 36), as
+# JSON, for the trigger (``jobmodel.evaluation.additions``); absent: none.
+ENV_EVALUATION = "FTL_EVALUATION"
 ENV_MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
 ENV_MLFLOW_EXPERIMENT_NAME = "MLFLOW_EXPERIMENT_NAME"
 ENV_MLFLOW_RUN_NAME = "FTL_TRACKING_RUN_NAME"
@@ -215,3 +225,17 @@ TRACKING_VARIABLES = (
     ENV_TRACKING_OUTPUT_S3_URI,
     ENV_TRACKING_COST_ESTIMATE,
 )
+
+
+# Evaluation jobs (issue 36): the job record's attributes that tie an evaluation job to the job
+# it evaluates. An evaluation job's record has ``kind`` = ``evaluation``, names the evaluated job
+# in ``evaluation_of`` and the policy it runs (``EvaluationPolicy.to_dict``, JSON) in
+# ``evaluation_policy``; the evaluated job's record shows it under ``evaluation``.
+JOB_KIND = "kind"
+EVALUATION_KIND = "evaluation"
+EVALUATION_OF = "evaluation_of"
+EVALUATION_POLICY = "evaluation_policy"
+EVALUATION = "evaluation"
+# The evaluated job's end effect that starts its evaluation (``jobs.effects``): a job that owes
+# it is registered with ModelMetrics naming the evaluation's metrics JSON.
+EVALUATE_EFFECT = "evaluate"

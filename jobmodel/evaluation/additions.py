@@ -11,6 +11,7 @@ The merged policy must fit the template as the template's own does
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..contract.errors import SettingsError
+from ..contract.names import ENV_EVALUATION
 from ..templates.evaluation_policy import (
     EvaluationPolicy,
     GatedMetric,
@@ -70,6 +72,28 @@ class EvaluationAdditions:
         addition = self.by_team.get(team or "", {}).get(spec.name)
         policy = spec.evaluation if addition is None else addition.merged(spec.evaluation)
         return policy if policy.runs_something else None
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str], *, teams: Collection[str], catalog: Mapping[str, TemplateSpec]
+    ) -> EvaluationAdditions:
+        """The trigger's: ``FTL_EVALUATION`` (the context value as JSON), checked as synth
+        checked it; absent or empty: no additions."""
+        raw = env.get(ENV_EVALUATION)
+        if not raw:
+            return cls()
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise ValueError(f"environment variable {ENV_EVALUATION} is not JSON: {exc}") from None
+        return cls.parse(value, teams=teams, catalog=catalog, key=ENV_EVALUATION)
+
+    @staticmethod
+    def to_env(raw: Any) -> dict[str, str]:
+        """``FTL_EVALUATION`` for the trigger from the context value (nothing when unset)."""
+        if not raw:
+            return {}
+        return {ENV_EVALUATION: json.dumps(raw, sort_keys=True, separators=(",", ":"))}
 
     @classmethod
     def parse(

@@ -19,14 +19,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..contract.statuses import TERMINAL_STATUSES
+from ..contract import names
+from ..contract.statuses import TERMINAL_STATUSES, Status
 from . import notifications as N
 from .job import PUBLIC_FIELDS as JOB_PUBLIC_FIELDS
 
 __all__ = [
     "ANNOUNCE",
     "DEDUP_ATTRIBUTE",
+    "EVALUATE",
     "REGISTER",
+    "RESULTS",
     "END_EFFECTS",
     "OWED",
     "PUBLIC_FIELDS",
@@ -41,8 +44,22 @@ OWED = "owed_effects"  # the job attribute: {effect name: dedup id}
 ANNOUNCE = "announce"  # the SNS announcement of the job's end
 # a Completed job's model as a version in the registry (jobmodel.after_training.registry)
 REGISTER = "register"
-# Every effect a job's end owes, in the order they are done.
-END_EFFECTS: tuple[str, ...] = (ANNOUNCE, REGISTER)
+# An evaluation job's end (``evaluation.results``, issue 36): its results read, the evaluated
+# job's version gated and updated, the evaluated job's record given them.
+RESULTS = "evaluation_results"
+# A Completed job's evaluation job claimed and started (issue 36): owed only by a job whose
+# record names an evaluation policy (set at its claim), and only when it Completed; after the
+# registration, whose version then names the evaluation's metrics JSON. Performed by the
+# trigger only (``ftl_trigger.evaluation_flow``); the job-events function leaves it owed.
+EVALUATE = names.EVALUATE_EFFECT
+# Every effect a job's end may owe, in the order they are done.
+END_EFFECTS: tuple[str, ...] = (ANNOUNCE, REGISTER, EVALUATE, RESULTS)
+# What a job's end owes, by the record's ``kind`` (a training job has none): an evaluation
+# job's end owes only its results (it registers nothing; its verdict is the notice).
+_OWED_BY_KIND: dict[str | None, tuple[str, ...]] = {
+    None: (ANNOUNCE, REGISTER),
+    names.EVALUATION_KIND: (RESULTS,),
+}
 # The SNS message attribute that carries the announcement's deduplication id (the message
 # itself: ``jobmodel.jobs.notifications``, the ``ended`` notification).
 DEDUP_ATTRIBUTE = "dedup_id"
@@ -57,10 +74,18 @@ def dedup_id(job_name: str, effect: str) -> str:
     return f"{job_name}/{effect}"
 
 
-def owed_at_end(job: Mapping[str, Any]) -> dict[str, str]:
-    """The mark written with the write that ends ``job``: every end effect, with its id."""
+def owed_at_end(job: Mapping[str, Any], status: str | None = None) -> dict[str, str]:
+    """The mark written with the write that ends ``job`` with ``status``: every end effect
+    its kind owes, with its id (an evaluation's results: ``<evaluated job>/evaluated``; a
+    Completed job that names an evaluation policy: its ``evaluate``)."""
     name = str(job["job_name"])
-    return {effect: dedup_id(name, effect) for effect in END_EFFECTS}
+    kind = job.get(names.JOB_KIND)
+    # An evaluation's results share the evaluated job's ``evaluated`` notice's id.
+    subject = str(job.get(names.EVALUATION_OF) or name) if kind == names.EVALUATION_KIND else name
+    effects = _OWED_BY_KIND.get(kind, _OWED_BY_KIND[None])
+    if kind is None and status == Status.COMPLETED and job.get(names.EVALUATION_POLICY):
+        effects = (*effects, EVALUATE)
+    return {e: f"{subject}/evaluated" if e == RESULTS else dedup_id(name, e) for e in effects}
 
 
 def owed(job: Mapping[str, Any]) -> dict[str, str]:

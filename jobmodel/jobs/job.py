@@ -131,6 +131,13 @@ class Job:
     model_package_group: str | None = shown(described=True)
     model_package_version: int | None = shown(described=True)
     model_approval_status: str | None = shown(described=True)
+    # evaluation (issue 36; ``contract.names``): an evaluation job's kind, the job it
+    # evaluates and the policy it runs; an evaluated job's ``evaluation`` (the evaluation
+    # job's name and status, then its metrics, the gate's verdict and reason)
+    kind: str | None = shown(described=True)
+    evaluation_of: str | None = shown(described=True)
+    evaluation_policy: str | None = shown()
+    evaluation: Mapping[str, Any] | None = shown(described=True)
     # queue mode
     batch_job_id: str | None = shown(public=True, notified=True)
     batch_job_arn: str | None = shown()
@@ -176,6 +183,7 @@ class Job:
         estimate: float | None,
         price_reason: str | None,
         steps: Sequence[Mapping[str, Any]] = (),
+        evaluation_policy: Any = None,
     ) -> Job:
         """The first record of a job a submit claims (``Submitting``, in the sweep's index
         until it starts or ends); a chained job (``steps``) with its chain and attempt 1,
@@ -204,6 +212,10 @@ class Job:
             price_unknown_reason=price_reason,
             priority=req.priority,
             care=CARE_VALUE,
+            # issue 36: ``EvaluationPolicy`` (its ``to_dict``), kept so the end owes it
+            evaluation_policy=None
+            if evaluation_policy is None
+            else json.dumps(evaluation_policy.to_dict(), sort_keys=True),
         )
         if not steps:
             return job

@@ -6,10 +6,13 @@ without teams) and to EventBridge, with one stable deduplication id on both chan
 * ``started`` (``FTL Job Started``): ``<job>/started``;
 * ``ended`` (``FTL Job Ended``): ``<job>/announce``, the end effect's id;
 * ``chain-step`` (``FTL Chain Step``): ``<job>/chain-step-<attempt>``;
-* ``budget`` (``FTL Budget Threshold``): ``<team>/budget-<YYYY-MM>-<80|100>``.
+* ``budget`` (``FTL Budget Threshold``): ``<team>/budget-<YYYY-MM>-<80|100>``;
+* ``evaluated`` (``FTL Evaluation Completed``, issue 36): ``<job>/evaluated``, the gate's
+  verdict on the job's evaluation.
 
 The job events are owed durably, like a job's end effects (``jobmodel.jobs.effects``): the write
-that moved the job (to ``InProgress``; to a capacity chain's next attempt) adds the notice to
+that moved the job (to ``InProgress``; to a capacity chain's next attempt; the write that gave
+its ``evaluation`` a verdict) adds the notice to
 the job's mark of owed effects (:func:`owed_notices`), and whoever holds the record next sends
 it and clears it. A budget threshold is owed by the team's month spend itself: a threshold the
 spend has reached that the team's usage item does not list as sent (:func:`thresholds_due`)
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..capacity.chain import attempt_name
+from ..contract.names import EVALUATION
 from ..contract.statuses import Status
 from ..money.limits import USAGE
 from .job import ENDED_FIELDS as JOB_ENDED_FIELDS
@@ -38,6 +42,7 @@ __all__ = [
     "DETAIL_TYPES",
     "ENDED",
     "ENV_EVENT_BUS",
+    "EVALUATED",
     "ENV_TEAM_TOPICS",
     "MAX_DETAIL_BYTES",
     "STARTED",
@@ -67,11 +72,13 @@ STARTED = "started"
 ENDED = "ended"
 CHAIN_STEP = "chain-step"
 BUDGET = "budget"
+EVALUATED = "evaluated"
 DETAIL_TYPES: dict[str, str] = {
     STARTED: "FTL Job Started",
     ENDED: "FTL Job Ended",
     CHAIN_STEP: "FTL Chain Step",
     BUDGET: "FTL Budget Threshold",
+    EVALUATED: "FTL Evaluation Completed",
 }
 # The SNS message attributes every notification carries (absent ones are left out), so a
 # subscription's filter policy can select by any of them.
@@ -88,7 +95,18 @@ _MAX_ATTRIBUTE = 256
 NOTICE_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (STARTED, re.compile(r"started")),
     (CHAIN_STEP, re.compile(r"chain-step-([1-9][0-9]{0,3})")),
+    (EVALUATED, re.compile(r"evaluated")),
 )
+# An evaluated notice's message: the job's ``evaluation`` (``contract.names.EVALUATION``) as
+# the results wrote it, under these names.
+EVALUATION_FIELDS = {
+    "job_name": "evaluation_job_name",
+    "status": "evaluation_status",
+    "verdict": "verdict",
+    "reason": "reason",
+    "metrics": "metrics",
+    "failed_checks": "failed_checks",
+}
 # The ledger attributes an ended notification's message carries (marked ``notified`` on
 # ``job.Job``).
 ENDED_FIELDS = JOB_ENDED_FIELDS
@@ -154,7 +172,14 @@ def owed_notices(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[st
     if isinstance(attempt_after, int) and attempt_after > int(before.get("attempt") or 1):
         key = f"{CHAIN_STEP}-{attempt_after}"
         owed[key] = f"{name}/{key}"
+    if _verdict(after) and _verdict(after) != _verdict(before):
+        owed[EVALUATED] = f"{name}/{EVALUATED}"
     return owed
+
+
+def _verdict(job: Mapping[str, Any]) -> Any:
+    evaluation = job.get(EVALUATION)
+    return evaluation.get("verdict") if isinstance(evaluation, Mapping) else None
 
 
 # ---------------------------------------------------------------------- builders
@@ -181,7 +206,7 @@ def _training_job(job: Mapping[str, Any]) -> str:
 
 def job_notice(kind: str, job: Mapping[str, Any], dedup: str, *, region: str) -> Notice:
     """The notification of ``kind`` (started, ended, chain-step) for ``job`` as read."""
-    if kind not in (STARTED, ENDED, CHAIN_STEP):
+    if kind not in (STARTED, ENDED, CHAIN_STEP, EVALUATED):
         raise NotificationError(f"not a job notification: {kind!r}")
     name = job.get("job_name")
     if not name:
@@ -208,14 +233,29 @@ def job_notice(kind: str, job: Mapping[str, Any], dedup: str, *, region: str) ->
         message["steps"] = len(chain)
         if 0 < attempt <= len(chain):
             message["step"] = chain[attempt - 1]
+    if kind == EVALUATED:
+        message.update(_evaluated(job))
     subjects = {
         STARTED: f"Training job started: {name}",
         ENDED: f"Training job {status}: {name}",
         CHAIN_STEP: f"Training job {name}: capacity step {message.get('attempt')}",
+        EVALUATED: f"Evaluation of {name}: {message.get('verdict')}",
     }
     message = {k: v for k, v in message.items() if v is not None}
     attributes = _attributes(**message)
     return Notice(kind, dedup, subjects[kind][:100], attributes, message)
+
+
+def _evaluated(job: Mapping[str, Any]) -> dict[str, Any]:
+    """An evaluated notice's fields: the evaluation's, and the version's; ``status`` is the
+    verdict (what the version became, or stays), for filter policies."""
+    evaluation = job.get(EVALUATION)
+    evaluation = evaluation if isinstance(evaluation, Mapping) else {}
+    out = {new: evaluation.get(old) for old, new in EVALUATION_FIELDS.items()}
+    out["status"] = evaluation.get("verdict")
+    for key in ("model_package_arn", "model_package_version"):
+        out[key] = job.get(key)
+    return out
 
 
 def budget_dedup_id(team: str, month: str, percent: int) -> str:
@@ -288,7 +328,7 @@ def event_entry(notice: Notice, *, source: str, bus: str) -> dict[str, Any]:
     body = json.dumps(detail, sort_keys=True, default=str)
     overhead = len(source) + len(DETAIL_TYPES[notice.kind]) + 64
     if len(body.encode()) + overhead > MAX_DETAIL_BYTES:
-        detail = {k: v for k, v in detail.items() if k not in ("final_metrics", "step")}
+        detail = {k: v for k, v in detail.items() if k not in ("final_metrics", "step", "metrics")}
         detail["truncated"] = True
         body = json.dumps(detail, sort_keys=True, default=str)
     if len(body.encode()) + overhead > MAX_DETAIL_BYTES:

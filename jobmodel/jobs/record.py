@@ -197,7 +197,7 @@ def plan(job: JobRecord, change: Change, *, stamp: str) -> Plan | None:
     # the write that ends the job owes its end effects: durably, in the same write.
     owe = N.owed_notices(job, overlay(job, changes))
     if job.get("status") not in TERMINAL_STATUSES and changes.get("status") in TERMINAL_STATUSES:
-        owe.update(E.owed_at_end(job))
+        owe.update(E.owed_at_end(job, changes["status"]))
     if owe:
         changes[E.OWED] = {**(changes.get(E.OWED, job.get(E.OWED)) or {}), **owe}
     # In the sweep's sparse index only while the job is claimed or owes end effects.

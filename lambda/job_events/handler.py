@@ -22,6 +22,7 @@ from ftl_events.apply import Outcome
 from ftl_events.dependencies import Runtime
 from ftl_events.parse import Malformed, parse
 from ftl_events.publish import complete_effects
+from jobmodel.jobs import effects as E
 from jobmodel.jobs.effects import public_view
 from jobmodel.jobs.held_end import held_end
 
@@ -51,11 +52,13 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
             observation.event_id,
         )
     if outcome.applied and (outcome.after.get("chain_pending") or _newly_held(outcome)):
-        _advance(outcome.job_name)
+        _ask(outcome.job_name, "advance")
     # The write that applied printed its fleet-metrics line (ftl_ledger.writer). The end
     # effects the job still owes, whichever write owed them: a failure raises, so EventBridge
     # retries the event and the retry does what is still owed.
     after = complete_effects(RUNTIME, outcome.after)
+    if E.EVALUATE in E.owed(after):
+        _ask(outcome.job_name, "evaluate")
     return {"updated": outcome.applied, "job_name": outcome.job_name, **public_view(after)}
 
 
@@ -65,20 +68,21 @@ def _newly_held(outcome: Outcome) -> bool:
     return held_end(outcome.after) and not held_end(outcome.before)
 
 
-def _advance(job_name: str) -> None:
-    """A capacity chain's attempt ended for want of capacity, or Batch ended it and nothing
-    recorded says why: ask the trigger's ``chain`` alias to start the next attempt, or to look
-    at the ended one first (DescribeServiceJob, DescribeTrainingJob), asynchronously. A
-    failure is logged: describe starts a pending attempt and judges a held end too,
-    SageMaker's own event of the end judges it, and a stop stops the job between the attempts
-    (docs/API.md, Capacity)."""
+def _ask(job_name: str, action: str) -> None:
+    """Ask the trigger's ``chain`` alias, asynchronously, to do for the job what only it can:
+    ``advance`` (a capacity chain's attempt ended for want of capacity, or Batch ended it and
+    nothing recorded says why: start the next attempt, or look at the ended one first) or
+    ``evaluate`` (a Completed job owes its evaluation job, issue 36). A failure is logged:
+    describe, list and the scheduled sweep do both too, SageMaker's own event of the end
+    judges a held end, and a stop stops the job between the attempts (docs/API.md,
+    Capacity)."""
     if not RUNTIME.chain_function or RUNTIME.lambda_client is None:
         return
     try:
         RUNTIME.lambda_client.invoke(
             FunctionName=RUNTIME.chain_function,
             InvocationType="Event",
-            Payload=json.dumps({"action": "advance", "job_name": job_name}).encode(),
+            Payload=json.dumps({"action": action, "job_name": job_name}).encode(),
         )
-    except Exception as err:  # noqa: BLE001 - the ledger already holds the pending attempt
-        LOG.warning("job %s: could not ask for its next attempt: %s", job_name, err)
+    except Exception as err:  # noqa: BLE001 - the ledger holds what is owed
+        LOG.warning("job %s: could not ask the trigger to %s: %s", job_name, action, err)

@@ -293,3 +293,21 @@ def test_describe_shows_the_mlflow_run():
         }
     )
     assert "tracking  run j in ftl/team-a on arn:aws:sagemaker:us-east-1:1:mlflow-app/app-1" in text
+
+
+def test_describe_shows_the_evaluation_and_its_verdict():
+    """Issue 36: the evaluation job, its status, the gate's verdict and reason, the metrics."""
+    from ftl_client.display import job_detail
+
+    evaluation = {"job_name": "j-eval", "status": "Completed", "verdict": "Rejected",
+                  "reason": "gate failed: eval_f1 80 is below the minimum 85",
+                  "metrics": {"eval_f1": 80.0, "eval_exact_match": 71.5}}  # fmt: skip
+    text = job_detail({"job_name": "j", "evaluation": evaluation})
+    assert (
+        "evaluation  j-eval Completed; verdict Rejected: gate failed: eval_f1 80 is below the "
+        "minimum 85; eval_exact_match=71.5, eval_f1=80"
+    ) in text
+    started = job_detail(
+        {"job_name": "j", "evaluation": {"job_name": "j-eval", "status": "InProgress"}}
+    )
+    assert "evaluation  j-eval InProgress" in started

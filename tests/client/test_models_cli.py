@@ -84,3 +84,21 @@ def test_a_team_members_review_is_refused_with_exit_2(capsys):
 def test_review_needs_a_decision(capsys):
     assert main(["review", "nlp-x"]) == 2
     assert "one of the arguments --approve --reject is required" in capsys.readouterr().err
+
+
+def test_models_shows_each_versions_evaluation_verdict_and_metrics(capsys):
+    """Issue 36: the gate's verdict (with the failed checks) and the evaluation's metrics."""
+    rejected = {**VERSION, "model_approval_status": "Rejected", "evaluation": {
+        "job_name": "nlp-lora-20261122-0153-a1b2-eval", "status": "Completed",
+        "verdict": "Rejected", "failed_checks": ["golden_faq_exact_match"],
+        "metrics": {"golden_faq_exact_match": 0.25}}}  # fmt: skip
+    failed = {**VERSION, "evaluation": {"job_name": "x-eval", "status": "Failed",
+              "verdict": "PendingManualApproval", "failed_checks": [], "metrics": {}}}  # fmt: skip
+    with Stubbed() as s:
+        s.answer({"models": [rejected, failed, VERSION]})
+        assert main(["models"], client=s.client) == 0
+    header, first, second, third = capsys.readouterr().out.splitlines()
+    assert "EVALUATION" in header and "EVAL METRICS" in header
+    assert "Rejected (golden_faq_exact_match)" in first and "golden_faq_exact_match=0.25" in first
+    assert "failed" in second.split()
+    assert third.split()[-2:] == ["-", "-"]

@@ -367,6 +367,8 @@ def test_describe_only_platform_tagged_jobs(launcher):
         "sagemaker:ListTrainingJobs",
         "sagemaker:StopTrainingJob",
         "sagemaker:UpdateModelPackage",
+        # an evaluation's results: metadata only (issue 36; tests/infra/test_model_registry.py)
+        "sagemaker:UpdateModelPackage",
     ]
     # Whether a claim's unanswered start happened: listing has no resource-level permissions
     # (issue 30); it reads names and statuses only.

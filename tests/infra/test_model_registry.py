@@ -109,3 +109,29 @@ def test_no_team_policy_grants_sagemaker(teams):
     for policy in teams.find_resources("AWS::IAM::ManagedPolicy").values():
         text = json.dumps(policy["Properties"]["PolicyDocument"])
         assert "sagemaker:" not in text, text[:300]
+
+
+@pytest.mark.parametrize("fixture", ["single", "teams"])
+def test_an_evaluations_results_may_gate_a_version_but_never_make_it_pending(fixture, request):
+    """Issue 36: both functions set a version's metadata without its status (Null), or its
+    status to Approved or Rejected; none may set it back to PendingManualApproval."""
+    t = request.getfixturevalue(fixture)
+    records = _statements(t, "RecordEvaluations")
+    assert len(records) == 2
+    for st in records:
+        assert st["Action"] == "sagemaker:UpdateModelPackage"
+        assert st["Condition"] == {"Null": {"sagemaker:ModelApprovalStatus": "true"}}
+    (gate,) = _statements(t, "GateModelVersions")  # the trigger has ReviewModelVersions
+    assert gate["Condition"] == {
+        "StringEquals": {"sagemaker:ModelApprovalStatus": ["Approved", "Rejected"]}
+    }
+    for sid, action, leaf in (
+        ("ReadEvaluationOutput", "s3:GetObject", "/*/output/output.tar.gz"),
+        ("WriteModelMetrics", "s3:PutObject", "/*/evaluation/model-metrics.json"),
+    ):
+        found = _statements(t, sid)
+        assert len(found) == 2
+        for st in found:
+            assert st["Action"] == action
+            text = json.dumps(st["Resource"])
+            assert "ArtifactBucket" in text and leaf in text

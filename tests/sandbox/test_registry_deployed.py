@@ -61,8 +61,7 @@ def reg(deployed):
 @pytest.fixture(scope="module")
 def completed(reg) -> dict[str, Any]:
     """A LoRA job of team nlp, described once it ended (moto reports it Completed); its
-    version and both teams' ``models`` as they are before any review (moto's
-    UpdateModelPackage drops the customer metadata, which AWS keeps)."""
+    version and both teams' ``models`` as they are before any review."""
     job = reg.team("nlp", {"template": "llm-lora", "job_name": "lora-reg"})
     assert "error" not in job, job
     described = reg.team("nlp", {"action": "describe", "job_name": job["job_name"]})

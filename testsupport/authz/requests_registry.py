@@ -6,7 +6,13 @@ keys and the request's tags; DescribeModelPackage and UpdateModelPackage (with
 ``sagemaker:ModelApprovalStatus``) on the version's ARN; ListModelPackages supports no
 resource-level permission (``*``). AWS does not document whether a version created in a group
 is authorized on the group's ARN or on the version's (``model-package/<group>/<n>``), so a
-create must pass with either, like a training job's two ARN spellings.
+create must pass with either, like a training job's two ARN spellings. An update that leaves
+the approval status out carries no ``sagemaker:ModelApprovalStatus`` (a ``Null`` condition
+sees it absent).
+
+An evaluation's results (issue 36) also read and write objects: ``s3:GetObject`` and
+``s3:PutObject`` on the object, with the bucket key's ``kms:Decrypt`` / ``kms:GenerateDataKey``
+through S3.
 """
 
 from __future__ import annotations
@@ -60,5 +66,23 @@ class RegistryRequests:
         self, p: str, params: Mapping[str, Any], src: str
     ) -> list[Request]:
         arn = _package_arn(str(params["ModelPackageArn"]))
-        ctx = {"sagemaker:ModelApprovalStatus": params.get("ModelApprovalStatus", "")}
+        ctx = {}
+        if "ModelApprovalStatus" in params:
+            ctx["sagemaker:ModelApprovalStatus"] = params["ModelApprovalStatus"]
         return [Request(p, "sagemaker:UpdateModelPackage", (arn,), ctx, src)]
+
+    # ------------------------------------------------------------------ S3 (issue 36)
+    def _s3_GetObject(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        obj = f"arn:aws:s3:::{params['Bucket']}/{params['Key']}"
+        kms = self._kms(p, obj, ["kms:Decrypt"], "s3", src)  # type: ignore[attr-defined]
+        return [Request(p, "s3:GetObject", (obj,), {}, src), *kms]
+
+    def _s3_PutObject(self, p: str, params: Mapping[str, Any], src: str) -> list[Request]:
+        obj = f"arn:aws:s3:::{params['Bucket']}/{params['Key']}"
+        ctx: dict[str, Any] = {}
+        if params.get("ServerSideEncryption"):
+            ctx["s3:x-amz-server-side-encryption"] = params["ServerSideEncryption"]
+        if params.get("SSEKMSKeyId"):
+            ctx["s3:x-amz-server-side-encryption-aws-kms-key-id"] = params["SSEKMSKeyId"]
+        kms = self._kms(p, obj, ["kms:GenerateDataKey"], "s3", src)  # type: ignore[attr-defined]
+        return [Request(p, "s3:PutObject", (obj,), ctx, src), *kms]

@@ -2,7 +2,8 @@
 
 Every metric is printed as an ``ftl_metric name=<name> value=<float> step=0`` line (the
 platform's metric definitions read them) and written with the run's facts to
-``<SM_OUTPUT_DATA_DIR>/evaluation.json`` (``output.tar.gz`` in S3). A run that cannot
+``<SM_OUTPUT_DATA_DIR>/evaluation.json`` (``output.tar.gz`` in S3); an evaluation of a tracked
+job also logs them on that job's MLflow run as ``eval/<name>`` (``tracking``). A run that cannot
 measure writes the file with ``"status": "Failed"`` and the reason, prints
 ``ftl_eval: error: <reason>`` and exits 2, so the platform leaves the version for review.
 """
@@ -27,7 +28,7 @@ from ftl_train.hparams import HyperparameterError
 from ftl_train.preprocess import configure_cache
 from ftl_train.run import setup_logging
 
-from . import arguments, artifact, harness
+from . import arguments, artifact, harness, tracking
 from .artifact import ArtifactError
 from .harness import HarnessError
 
@@ -116,6 +117,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
         body.update(status="Failed", reason=str(exc), seconds=round(time.time() - start, 3))
         _write(out_file, body)
         print(f"ftl_eval: error: {exc}", file=sys.stderr, flush=True)
+        tracking.log_results({}, "Failed", environ, reason=str(exc))
         return 2
     finite = {k: v for k, v in sorted(metrics.items()) if math.isfinite(v)}
     for name, value in finite.items():
@@ -128,6 +130,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     )
     _write(out_file, body)
     logger.info("evaluation done: %d metrics in %.1f s", len(finite), body["seconds"])
+    tracking.log_results(finite, "Completed", environ)
     return 0
 
 

@@ -54,7 +54,7 @@ TAG_VARIABLES = {
 RUN_ID_FILE = "ftl_mlflow_run_id"  # in the checkpoint folder, which SageMaker syncs to S3
 REQUIREMENTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "requirements-tracking.txt")
 # Fail fast when the server cannot be reached (MLflow's default retries for minutes).
-_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
 _MAX_PARAM = 6000  # MLflow's limit on a param's value
 
 
@@ -158,7 +158,7 @@ class Tracker(TrainerCallback):
     def _start(self) -> None:
         if not ensure_client(self.config.uri, self.environ):
             return
-        for key, value in _HTTP_DEFAULTS.items():
+        for key, value in HTTP_DEFAULTS.items():
             os.environ.setdefault(key, value)
         from mlflow.tracking import MlflowClient
 

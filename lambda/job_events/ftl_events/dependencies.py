@@ -47,10 +47,18 @@ class Runtime:
     # the EventBridge client (None: no events).
     notify: NotifySettings = field(default_factory=NotifySettings)
     events: Any = None
+    # An evaluation's results (issue 36): built on first use.
+    s3: Any = None
 
     def notifier(self) -> Notifier:
         """The notifications' sender, with the runtime's clients as they are now."""
         return Notifier(self.sns, self.events, self.topic_arn, self.notify)
+
+    def s3_client(self) -> Any:
+        """The S3 client (built on first use)."""
+        if self.s3 is None:
+            self.s3 = boto3.client("s3", config=CLIENT_CONFIG)
+        return self.s3
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:

@@ -28,12 +28,14 @@ LOG = logging.getLogger("ftl.ledger")
 # Performs one effect for a job as read, given the effect's deduplication id; raises on failure.
 # What it answers (a mapping, or None) is recorded on the job with the effect's done mark.
 Performer = Callable[[Mapping[str, Any], str], Mapping[str, Any] | None]
+# A function that cannot perform an effect names it with None: it is left owed for the holder
+# that can (the ``evaluate`` effect: the trigger only; the job-events function asks it).
 # The performers' key of every owed job notice (``ftl_ledger.notify``).
 NOTICE = "notice"
 
 
 class EndEffects:
-    def __init__(self, writer: JobWriter, performers: Mapping[str, Performer]) -> None:
+    def __init__(self, writer: JobWriter, performers: Mapping[str, Performer | None]) -> None:
         missing = [e for e in E.END_EFFECTS if e not in performers]
         if missing:
             raise ValueError(f"no performer for end effect {missing[0]}")
@@ -49,6 +51,8 @@ class EndEffects:
             # A job notice (``jobmodel.jobs.notifications``: started, a chain's step) has one
             # performer for every key, under NOTICE.
             performer = self.performers[NOTICE if N.is_notice(effect) else effect]
+            if performer is None:  # another holder's: left owed, the later ones still done
+                continue
             learned = dict(performer(current, dedup) or {})
 
             def done(record: JobRecord, effect: str = effect, learned: Any = learned) -> Change:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from ftl_ledger.job_codec import from_record
 from jobmodel.after_training import registry as R
 from jobmodel.contract.statuses import Status
 
@@ -38,7 +39,10 @@ def registrar(sagemaker: Callable[[], Any] | None, platform: str) -> Callable[..
         group = R.group_name(platform, str(job["template"]), job.get("team"))
         found = find_version(client, group, job)
         if found is None:
-            created = client.create_model_package(**R.create_request(job, group, dedup))
+            typed = from_record(job)  # issue 36: a job that owes an evaluation names its metrics
+            metrics = R.model_metrics(typed.output_s3_uri, typed.owed_effects)
+            request = R.create_request(job, group, dedup, metrics=metrics)
+            created = client.create_model_package(**request)
             found = client.describe_model_package(ModelPackageName=created["ModelPackageArn"])
         return R.recorded(group, found)
 

@@ -16,6 +16,7 @@ list          ``job_flow.JobFlow.list_jobs``                   direct, HTTP
 templates     ``caller_flow.CallerFlow.templates``             direct, HTTP
 whoami        ``caller_flow.CallerFlow.whoami``                direct, HTTP
 advance       ``chain_flow.ChainFlow.advance``                 chain (the job-events function)
+evaluate      ``evaluation_flow.EvaluationFlow.look``          chain (the job-events function)
 sweep         ``care_flow.CareFlow.sweep``                     sweep (a schedule)
 ============  ===============================================  ==============================
 """
@@ -36,6 +37,7 @@ from ftl_trigger.caller_flow import CallerFlow
 from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.dependencies import Runtime
+from ftl_trigger.evaluation_flow import EvaluationFlow
 from ftl_trigger.identity import Caller
 from ftl_trigger.job_flow import JobFlow
 from ftl_trigger.models_flow import ModelsFlow
@@ -53,7 +55,7 @@ __all__ = ["INTERNAL_ACTIONS", "SUBMIT_GRACE_S", "Handler", "Launcher", "map_aws
 
 _WRITE_ATTEMPTS = 3  # conditional writes of one change before leaving the job as it is
 # The actions only the platform's own doors call (adapters: the chain and sweep aliases).
-INTERNAL_ACTIONS = ("advance", "sweep")
+INTERNAL_ACTIONS = ("advance", "evaluate", "sweep")
 
 # One action: its parameters and the caller in; the contract object and whether a new job
 # was created out.
@@ -101,6 +103,7 @@ class Launcher:
             "templates": _without_params(self.callers.templates),
             "whoami": _without_params(self.callers.whoami),
             "advance": _on_job(lambda name, _caller: self.chains.advance(name)),
+            "evaluate": _on_job(lambda name, _caller: self.evaluations.look(name)),
             "sweep": _without_params(lambda _caller: self.care.sweep()),
             "models": _answer(self.models.models),
             "review": _answer(self.models.review),
@@ -142,6 +145,15 @@ class Launcher:
             care=self.care,
         )
         self.callers = CallerFlow(settings=runtime, usage=self.usage)
+        self.evaluations = EvaluationFlow(
+            settings=runtime,
+            ledger=self.ledger,
+            records=records,
+            usage=self.usage,
+            clock=clock,
+            backends=backends,
+        )
+        self.effects.evaluate = self.evaluations.perform
         self.models = ModelsFlow(
             settings=runtime, ledger=self.ledger, records=records, care=self.care
         )

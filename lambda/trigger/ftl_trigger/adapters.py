@@ -74,14 +74,21 @@ def parse(event: Any, context: Any, teams: TeamsConfig | None = None) -> Call:
     return _parse_direct(event, direct_caller(invoked, teams))
 
 
+# What the job-events function may ask of the trigger through the ``chain`` alias.
+CHAIN_ACTIONS = ("advance", "evaluate")
+
+
 def _parse_chain(event: Any, teams: TeamsConfig) -> Call:
     """The ``chain`` alias: the job-events function asks to start a chained job's next
-    attempt (``{"action": "advance", "job_name": ...}``); IAM lets only it invoke the alias."""
-    if not isinstance(event, dict) or event.get("action") != "advance":
-        raise ValidationError("action", "the chain alias takes only the advance action")
+    attempt (``{"action": "advance", "job_name": ...}``) or a Completed job's evaluation
+    (``"evaluate"``, issue 36); IAM lets only it invoke the alias."""
+    if not isinstance(event, dict) or event.get("action") not in CHAIN_ACTIONS:
+        raise ValidationError(
+            "action", "the chain alias takes only the advance and evaluate actions"
+        )
     params = {k: v for k, v in event.items() if k != "action"}
     caller = Caller(principal="capacity chain", admin=teams.enabled, teams_mode=teams.enabled)
-    return Call(action="advance", params=params, caller=caller)
+    return Call(action=str(event["action"]), params=params, caller=caller)
 
 
 def _parse_sweep(event: Any, teams: TeamsConfig) -> Call:

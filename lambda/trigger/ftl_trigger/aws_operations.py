@@ -31,6 +31,9 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "events": ("PutEvents",),
     # Quota-aware submit (ftl_trigger/quota_gate.py): the account's SageMaker quotas.
     "service-quotas": ("ListServiceQuotas",),
+    # An evaluation's results (issue 36, ftl_ledger.evaluation): the evaluation job's
+    # output.tar.gz read, the evaluated job's metrics JSON written.
+    "s3": ("GetObject", "PutObject"),
     # The queue scheduler's service jobs (SageMaker training jobs run through AWS Batch).
     # GetJobQueueSnapshot gives a queued job's position.
     "batch": (

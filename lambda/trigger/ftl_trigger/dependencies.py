@@ -24,6 +24,7 @@ from jobmodel.after_training.tracking import TrackingConfig
 from jobmodel.capacity.plans import CapacityConfig
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.names import ENV_CATALOG_PATH, ENV_JOB_TABLE, ENV_TEAM_ROLES, ENV_TOPIC_ARN
+from jobmodel.evaluation.additions import EvaluationAdditions
 from jobmodel.money.pricing import PriceTable
 from jobmodel.teams import TeamsConfig
 
@@ -92,15 +93,29 @@ class Runtime:
     # The stacks made the model registry's groups (FTL_MODEL_REGISTRY=on): Completed jobs
     # register (jobmodel.after_training.registry), and the models and review actions answer.
     model_registry: bool = False
+    # The teams' additions to the templates' evaluation policies (FTL_EVALUATION, issue 36):
+    # a job's policy is recorded at its claim, and a Completed one is evaluated by it.
+    evaluation: EvaluationAdditions = field(default_factory=EvaluationAdditions)
 
     # The notifications' team topics, event bus and budgets (ftl_ledger.notify), and the
     # EventBridge client (None: no events).
     notify: NotifySettings = field(default_factory=NotifySettings)
     events: Any = None
+    # An evaluation's results (issue 36: its output read, the metrics JSON written): made on
+    # first use, so a container that never ends an evaluation never builds it.
+    s3: Any = None
 
     def notifier(self) -> Notifier:
         """The notifications' sender, with the runtime's clients as they are now."""
         return Notifier(self.sns, self.events, self.topic_arn, self.notify)
+
+    def s3_client(self) -> Any:
+        """The S3 client (built on first use)."""
+        if self.s3 is None:
+            self.s3 = aws.session().create_client(
+                "s3", region_name=self.platform.region, config=SNS_CONFIG
+            )
+        return self.s3
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -159,6 +174,9 @@ class Runtime:
             topic_arn=env.get(ENV_TOPIC_ARN, ""),
             tracking=TrackingConfig.from_env(env),
             model_registry=env.get(ENV_MODEL_REGISTRY) == "on",
+            evaluation=EvaluationAdditions.from_env(
+                env, teams=[t.name for t in teams.teams], catalog=catalog
+            ),
             notify=notify,
             events=(
                 session.create_client("events", region_name=platform.region, config=SNS_CONFIG)

@@ -24,6 +24,7 @@ from ftl_trigger.remote import map_aws_error
 from jobmodel import PlatformConfig, TemplateSpec
 from jobmodel.after_training import registry as R
 from jobmodel.contract.errors import Conflict, Forbidden, NotFound, UpstreamError, ValidationError
+from jobmodel.evaluation import version as EV
 from jobmodel.jobs.record import Change
 from jobmodel.requests.queries import only_fields
 from jobmodel.requests.submit import validate_job_name
@@ -125,7 +126,11 @@ def list_models(rt: ModelsSettings, params: Mapping[str, Any], caller: Caller) -
             described = sm.describe_model_package(ModelPackageName=summary["ModelPackageArn"])
         except (ClientError, BotoCoreError) as exc:
             raise map_aws_error(exc, "DescribeModelPackage") from None
-        models.append(R.version_view(described))
+        view = R.version_view(described)
+        evaluation = EV.evaluation_view(described.get("CustomerMetadataProperties"))
+        if evaluation is not None:  # issue 36: the evaluation's verdict and metrics
+            view["evaluation"] = evaluation
+        models.append(view)
     return {"models": models}
 
 

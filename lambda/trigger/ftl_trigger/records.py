@@ -15,7 +15,8 @@ from typing import Any, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ftl_ledger.effects import EndEffects
+from ftl_ledger.effects import Performer
+from ftl_ledger.evaluation import end_effects
 from ftl_ledger.ledger import Ledger
 from ftl_ledger.notify import Notifier
 from ftl_ledger.registry import registrar
@@ -65,14 +66,19 @@ class Announcing(Protocol):
 
     def notifier(self) -> Notifier: ...
 
+    def s3_client(self) -> Any: ...
+
 
 class Effects:
     """What a job owes (``jobmodel.jobs.effects``: its notices, the announcement of its end,
-    the model registry's version), done now."""
+    the model registry's version, an evaluation's results), done now."""
 
     def __init__(self, *, settings: Announcing, writer: JobWriter) -> None:
         self.settings = settings
         self.writer = writer
+        # The ``evaluate`` effect's performer (``evaluation_flow.EvaluationFlow.perform``),
+        # given once the flows are composed (``actions.Launcher``).
+        self.evaluate: Performer | None = None
 
     def complete(self, job: dict[str, Any]) -> dict[str, Any]:
         """Do what ``job`` still owes (a failure is logged: the mark stays for the job's
@@ -84,11 +90,16 @@ class Effects:
         def sagemaker() -> Any:
             return settings.sagemaker
 
-        register = registrar(
-            sagemaker if settings.model_registry else None, settings.platform.platform_name
+        registry = sagemaker if settings.model_registry else None
+        platform = settings.platform.platform_name
+        performers: dict[str, Performer | None] = {
+            **settings.notifier().performers(),
+            E.REGISTER: registrar(registry, platform),
+            E.EVALUATE: self.evaluate,
+        }
+        effects = end_effects(
+            self.writer, performers, s3=settings.s3_client, sagemaker=registry, platform=platform
         )
-        performers = {**settings.notifier().performers(), E.REGISTER: register}
-        effects = EndEffects(self.writer, performers)
         try:
             return effects.complete(job)
         except Exception as err:  # noqa: BLE001 - owed effects stay marked on the record

@@ -38,6 +38,7 @@ from jobmodel import (
 from jobmodel.capacity import chain as C
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.statuses import Status
+from jobmodel.evaluation.additions import EvaluationAdditions
 from jobmodel.jobs import attempts as A
 from jobmodel.jobs import claims as CL
 from jobmodel.jobs.job import Job
@@ -65,6 +66,7 @@ class SubmitSettings(RenderSettings, Protocol):
 
     scheduler: SchedulerConfig
     prices: Any  # a PriceTable or LivePrices: ``hourly(region, instance_type)``
+    evaluation: EvaluationAdditions
 
     @property
     def random_hex(self) -> Callable[[], str]: ...
@@ -234,6 +236,8 @@ class SubmitFlow:
             requested_by=caller.principal,
             estimate=estimate,
         )
+        # Issue 36: the policy it is evaluated by once Completed (the team's additions applied).
+        policy = rt.evaluation.policy(rt.catalog[req.template], team)
         claimed = Job.claim(
             req,
             job_name=name,
@@ -247,6 +251,7 @@ class SubmitFlow:
             estimate=estimate,
             price_reason=reason,
             steps=steps or (),
+            evaluation_policy=policy,
         )
         job = to_record(claimed)
         created_at = str(claimed.created_at)

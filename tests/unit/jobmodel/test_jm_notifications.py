@@ -199,12 +199,15 @@ def test_a_notice_key_is_read_from_its_row_and_an_unknown_one_is_refused():
     """Issue 35: before, any key that was not ``started`` was taken for a chain step."""
     assert N.notice_kind("started") == N.STARTED
     assert N.notice_kind("chain-step-3") == N.CHAIN_STEP
-    assert sorted(["chain-step-10", "chain-step-2", "started"], key=N.notice_order) == [
+    assert N.notice_kind("evaluated") == N.EVALUATED  # issue 36
+    order = ["evaluated", "chain-step-10", "chain-step-2", "started"]
+    assert sorted(order, key=N.notice_order) == [
         "started",
         "chain-step-2",
         "chain-step-10",
+        "evaluated",
     ]
-    for key in ("evaluated", "chain-step-0", "announce"):
+    for key in ("reviewed", "chain-step-0", "announce"):
         assert not N.is_notice(key)
         with pytest.raises(ValueError, match="not a job notice"):
             N.notice_kind(key)

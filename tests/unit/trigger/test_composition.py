@@ -87,7 +87,10 @@ def test_the_dispatch_table_covers_every_action_of_the_contract(launcher):
     teams = launcher.module.RUNTIME.teams
     chain = adapters.parse({"action": "advance", "job_name": "x"}, FakeContext(alias=CHAIN_ALIAS))
     sweep = adapters.parse({"action": "sweep"}, FakeContext(alias=SWEEP_ALIAS), teams)
-    assert {chain.action, sweep.action} == set(INTERNAL_ACTIONS)
+    evaluate = adapters.parse(
+        {"action": "evaluate", "job_name": "x"}, FakeContext(alias=CHAIN_ALIAS)
+    )
+    assert {chain.action, evaluate.action, sweep.action} == set(INTERNAL_ACTIONS)
 
 
 def test_no_flow_reaches_into_another_objects_private_state():

@@ -45,6 +45,8 @@ DESCRIBE_BEFORE = (
     "failure_reason", "billable_seconds", "training_seconds", "spot_savings_percent",
     "final_metrics", "spot_interruptions", "model_package_arn", "model_package_group",
     "model_package_version", "model_approval_status",
+    # issue 36: an evaluation job's kind and evaluated job; a job's evaluation
+    "kind", "evaluation_of", "evaluation",
 )  # fmt: skip
 
 

@@ -239,3 +239,14 @@ def test_queue_flows_run_on_the_trimmed_batch_model(bundled_queue, prefix):
     assert _call(module, {"action": "stop", "job_name": waiting["job_name"]})["status"] == "Stopped"
     stop = _call(module, {"action": "stop", "job_name": running["job_name"]})
     assert stop["status"] == "Stopping", stop
+
+
+def test_an_evaluations_s3_calls_run_on_the_trimmed_models(bundled, moto_endpoint, prefix):
+    """Issue 36: the results read the evaluation's output and write the metrics JSON."""
+    moto_client("s3", moto_endpoint).create_bucket(Bucket=prefix)
+    s3 = bundled.RUNTIME.s3_client()
+    assert s3.meta.service_model.operation_names == ["GetObject", "PutObject"]
+    s3.put_object(Bucket=prefix, Key="j/evaluation/model-metrics.json", Body=b"{}")
+    assert (
+        s3.get_object(Bucket=prefix, Key="j/evaluation/model-metrics.json")["Body"].read() == b"{}"
+    )
