@@ -219,7 +219,7 @@ RAW_RECORD_READS = {
     "jobmodel/after_training/registry.py": 17,
     "jobmodel/capacity/queue_eta.py": 5,
     "jobmodel/fleet_metrics.py": 11,
-    "jobmodel/jobs/attempts.py": 43,
+    "jobmodel/jobs/attempts.py": 34,
     "jobmodel/jobs/claims.py": 2,
     "jobmodel/jobs/effects.py": 2,
     "jobmodel/jobs/held_end.py": 5,
@@ -245,7 +245,6 @@ RAW_RECORD_READS = {
     "lambda/trigger/ftl_trigger/models_flow.py": 1,
     "lambda/trigger/ftl_trigger/records.py": 3,
     "lambda/trigger/ftl_trigger/submit_flow.py": 2,
-    "lambda/trigger/ftl_trigger/views.py": 37,
 }
 
 
