@@ -23,7 +23,7 @@ from typing import Any
 from ..capacity.chain import attempt_name, capacity_failure, ledger_job_of_attempt
 from ..contract.statuses import TERMINAL_STATUSES, Status
 from ..money.pricing import cost_usd
-from .held_end import after_held_end, hold, unexplained_batch_end
+from .batch_end_hold import after_held_end, hold, unexplained_batch_end
 from .queue_state import batch_created
 from .record import Change
 from .training_state import SAGEMAKER_GROUP
@@ -110,7 +110,7 @@ def change_for(
     """The change an observation (SageMaker's or Batch's, in ledger terms) makes to a chained
     job (module docstring); a plain observation for an unchained one. ``hold_batch_end``
     (the job-events function): Batch's end of an attempt that nothing yet says why is held
-    (``jobmodel.jobs.held_end``), not taken as the job's end."""
+    (``jobmodel.jobs.batch_end_hold``), not taken as the job's end."""
     if not chained(job):
         return Change(observation=update)
     attempt = int(job.get("attempt") or 1)

@@ -17,7 +17,7 @@ templates     ``caller_flow.CallerFlow.templates``             direct, HTTP
 whoami        ``caller_flow.CallerFlow.whoami``                direct, HTTP
 advance       ``chain_flow.ChainFlow.advance``                 chain (the job-events function)
 evaluate      ``evaluation_flow.EvaluationFlow.look``          chain (the job-events function)
-sweep         ``care_flow.CareFlow.sweep``                     sweep (a schedule)
+sweep         ``recovery_flow.RecoveryFlow.sweep``                     sweep (a schedule)
 ============  ===============================================  ==============================
 """
 
@@ -34,7 +34,6 @@ from ftl_trigger.backends import Backend, Backends
 from ftl_trigger.backends.host import StartRecorder
 from ftl_trigger.backends.queue.flow import QueueFlow
 from ftl_trigger.caller_flow import CallerFlow
-from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.evaluation_flow import EvaluationFlow
@@ -44,6 +43,7 @@ from ftl_trigger.models_flow import ModelsFlow
 from ftl_trigger.paging import Signer
 from ftl_trigger.quota_gate import QuotaGate
 from ftl_trigger.records import Clock, Effects, Records
+from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.remote import map_aws_error
 from ftl_trigger.submit_flow import SubmitFlow
 from ftl_trigger.views import JobViews
@@ -114,7 +114,7 @@ class Launcher:
         records, clock, backends = self.records, self.clock, self.backends
         self.quota_gate = QuotaGate(settings=runtime)
         self.chains = ChainFlow(settings=runtime, records=records, clock=clock, backends=backends)
-        self.care = CareFlow(
+        self.care = RecoveryFlow(
             ledger=self.ledger,
             records=records,
             effects=self.effects,

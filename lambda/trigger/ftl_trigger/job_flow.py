@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ftl_trigger.backends import Backends
-from ftl_trigger.backends.queue.look import QueueSpot
-from ftl_trigger.care_flow import CareFlow
+from ftl_trigger.backends.queue.places import QueueSpot
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.identity import Caller
 from ftl_trigger.paging import Signer
 from ftl_trigger.records import Clock, Records, ledger_call
+from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.views import JobViews
 from jobmodel import TERMINAL_STATUSES, NotFound, TemplateSpec, ValidationError
 from jobmodel.contract.errors import Conflict
@@ -53,7 +53,7 @@ class JobFlow:
         views: JobViews,
         backends: Backends,
         chains: ChainFlow,
-        care: CareFlow,
+        care: RecoveryFlow,
     ) -> None:
         self.settings = settings
         self.ledger = ledger

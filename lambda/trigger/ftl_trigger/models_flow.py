@@ -32,8 +32,8 @@ from jobmodel.teams import TeamsConfig
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
-    from ftl_trigger.care_flow import CareFlow
     from ftl_trigger.identity import Caller
+    from ftl_trigger.recovery_flow import RecoveryFlow
 
 __all__ = ["ModelsFlow", "ModelsSettings"]
 
@@ -55,7 +55,7 @@ class ModelsFlow:
     """The ``models`` and ``review`` actions."""
 
     def __init__(
-        self, *, settings: ModelsSettings, ledger: Ledger, records: Records, care: CareFlow
+        self, *, settings: ModelsSettings, ledger: Ledger, records: Records, care: RecoveryFlow
     ) -> None:
         self.settings = settings
         self.ledger = ledger

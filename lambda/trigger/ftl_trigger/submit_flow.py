@@ -22,12 +22,12 @@ from ftl_ledger.job_codec import to_record
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backends import Backends
-from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
 from ftl_trigger.quota_gate import QuotaGate
 from ftl_trigger.records import Clock, Records, ledger_call
+from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.views import JobViews
 from jobmodel import (
     ValidationError,
@@ -87,7 +87,7 @@ class SubmitFlow:
         backends: Backends,
         chains: ChainFlow,
         quotas: QuotaGate,
-        care: CareFlow,
+        care: RecoveryFlow,
     ) -> None:
         self.settings = settings
         self.ledger = ledger

@@ -2,7 +2,7 @@
 
 Every action that answers with a job uses :meth:`JobViews.view`. The rules are the job
 model's (``jobmodel.jobs.view.job_view``, on the typed ``Job``); this module decodes the
-record, reads the clock and passes the queue's look (``backends.queue.look``) in.
+record, reads the clock and passes the queue's look (``backends.queue.places``) in.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from ftl_ledger.job_codec import from_record
 from ftl_trigger.backends.host import RECORD_PENDING
 from ftl_trigger.backends.queue.backend import epoch_ms
-from ftl_trigger.backends.queue.look import QueueSpot
+from ftl_trigger.backends.queue.places import QueueSpot
 from ftl_trigger.records import Clock
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.statuses import Status
