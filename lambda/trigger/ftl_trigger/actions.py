@@ -104,7 +104,7 @@ class Launcher:
             "whoami": _without_params(self.callers.whoami),
             "advance": _on_job(lambda name, _caller: self.chains.advance(name)),
             "evaluate": _on_job(lambda name, _caller: self.evaluations.look(name)),
-            "sweep": _without_params(lambda _caller: self.care.sweep()),
+            "sweep": _without_params(lambda _caller: self.recovery.sweep()),
             "models": _answer(self.models.models),
             "review": _answer(self.models.review),
         }
@@ -114,7 +114,7 @@ class Launcher:
         records, clock, backends = self.records, self.clock, self.backends
         self.quota_gate = QuotaGate(settings=runtime)
         self.chains = ChainFlow(settings=runtime, records=records, clock=clock, backends=backends)
-        self.care = RecoveryFlow(
+        self.recovery = RecoveryFlow(
             ledger=self.ledger,
             records=records,
             effects=self.effects,
@@ -131,7 +131,7 @@ class Launcher:
             backends=backends,
             chains=self.chains,
             quotas=self.quota_gate,
-            care=self.care,
+            recovery=self.recovery,
         )
         self.jobs = JobFlow(
             settings=runtime,
@@ -142,7 +142,7 @@ class Launcher:
             views=self.views,
             backends=backends,
             chains=self.chains,
-            care=self.care,
+            recovery=self.recovery,
         )
         self.callers = CallerFlow(settings=runtime, usage=self.usage)
         self.evaluations = EvaluationFlow(
@@ -155,7 +155,7 @@ class Launcher:
         )
         self.effects.evaluate = self.evaluations.perform
         self.models = ModelsFlow(
-            settings=runtime, ledger=self.ledger, records=records, care=self.care
+            settings=runtime, ledger=self.ledger, records=records, recovery=self.recovery
         )
 
     def dispatch(self, call: Call) -> tuple[Any, bool]:
