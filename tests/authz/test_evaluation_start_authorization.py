@@ -1,7 +1,8 @@
 """The evaluation jobs the trigger starts (issue 36) in every deployment configuration the
-authorization check drives directly: each is among the run's recorded requests (so the checks of every
-trigger request, tests/authz/test_authorization.py and test_constraints.py, hold for it), runs
-with its evaluated job's role, and reads and writes only its team's data and artifacts."""
+authorization check drives directly: each is among the run's recorded requests (so the checks
+of every trigger request, tests/authz/test_authorization.py and test_constraints.py, hold for
+it), runs with its evaluated job's role, and reads and writes only its team's data and
+artifacts."""
 
 from __future__ import annotations
 
