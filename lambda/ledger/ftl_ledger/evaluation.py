@@ -21,49 +21,20 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ftl_ledger.effects import EndEffects, Performer
 from ftl_ledger.job_codec import from_record
 from ftl_ledger.writer import JobWriter
 from jobmodel.after_training import registry as REG
 from jobmodel.evaluation import results as R
 from jobmodel.evaluation import version as V
 from jobmodel.evaluation.gate import Verdict
-from jobmodel.jobs import effects as E
 from jobmodel.jobs.job import Job
 from jobmodel.jobs.record import Change, JobRecord
 from jobmodel.templates.evaluation_policy import EvaluationPolicy
 
-__all__ = ["EvaluationResults", "end_effects", "split_s3_uri"]
+__all__ = ["EvaluationResults", "split_s3_uri"]
 
 LOG = logging.getLogger("ftl.ledger")
 BASELINE_PAGE = 10  # the newest Approved versions looked through (the job's own is skipped)
-
-
-def end_effects(
-    writer: JobWriter,
-    performers: Mapping[str, Performer | None],
-    *,
-    s3: Callable[[], Any],
-    sagemaker: Callable[[], Any] | None,
-    platform: str,
-) -> EndEffects:
-    """The end effects with ``performers`` and the evaluation's results, whose write to the
-    evaluated job is followed by that job's owed effects (its ``evaluated`` notice; a failure
-    is logged and left owed for the job's next holder or the sweep)."""
-    built: list[EndEffects] = []
-
-    def follow(parent: dict[str, Any]) -> None:
-        try:
-            built[0].complete(parent)
-        except Exception as err:  # noqa: BLE001 - the notice stays owed on the job
-            name = from_record(parent).job_name
-            LOG.warning("job %s: evaluated notice left owed: %s", name, err)
-
-    results = EvaluationResults(
-        writer=writer, s3=s3, sagemaker=sagemaker, platform=platform, follow=follow
-    )
-    built.append(EndEffects(writer, {**performers, E.RESULTS: results}))
-    return built[0]
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
