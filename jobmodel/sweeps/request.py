@@ -86,20 +86,21 @@ def _range(spec: TemplateSpec, name: Any, raw: Any) -> ParameterRange:
         return ParameterRange(str(name), "categorical", values=tuple(values))
     if rule.type not in ("int", "float"):
         raise ValidationError(field, f"{name} is a {rule.type}: give values, not min/max")
-    low, high = raw.get("min"), raw.get("max")
-    for end in (low, high):
+    ends: tuple[Any, Any] = (raw.get("min"), raw.get("max"))
+    for end in ends:
         if isinstance(end, bool) or not isinstance(end, (int, float)):
             raise ValidationError(field, f"{field} needs numeric min and max")
         violation = rule.violation(end)
         if violation is not None:
             raise ValidationError(field, f"range end {end!r} {violation}")
+    low, high = float(ends[0]), float(ends[1])
     if low >= high:
         raise ValidationError(field, f"{field}.min must be below max")
     scale = _choice(f"{field}.scale", raw.get("scale", "Auto"), SCALES)
     if scale != "Linear" and scale != "Auto" and low <= 0:
         raise ValidationError(field, f"a {scale} scale needs min > 0")
     kind = "integer" if rule.type == "int" else "continuous"
-    return ParameterRange(str(name), kind, float(low), float(high), scale)
+    return ParameterRange(str(name), kind, low, high, scale)
 
 
 def parse_sweep(spec: TemplateSpec, payload: Mapping[str, Any]) -> SweepRequest:
