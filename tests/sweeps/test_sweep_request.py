@@ -99,3 +99,24 @@ def test_the_worst_case_is_refused_over_each_limit():
             check_worst_case(req, 50, **kwargs)
     with pytest.raises(ValidationError, match="sweep's cap_usd"):
         check_worst_case(req, 150, per_job_cap_usd=None, month_left_usd=None)
+
+
+def test_categorical_values_must_each_be_valid():
+    spec = shipped_catalog()["llm-lora"]
+    rule = spec.overridable["lr_scheduler_type"]
+    good = list(rule.choices or ("linear",))[:2]
+    base = _payload(spec, "learning_rate", 1e-5, 1e-4)
+    base["ranges"] = {"lr_scheduler_type": {"values": good}}
+    assert parse_sweep(spec, base).ranges[0].kind == "categorical"
+    base["ranges"] = {"lr_scheduler_type": {"values": [*good, 12345]}}
+    with pytest.raises(ValidationError) as err:
+        parse_sweep(spec, base)
+    assert err.value.field == "ranges.lr_scheduler_type"
+
+
+def test_a_str_hyperparameter_takes_no_min_max():
+    spec = shipped_catalog()["llm-lora"]
+    base = _payload(spec, "learning_rate", 1e-5, 1e-4)
+    base["ranges"] = {"lr_scheduler_type": {"min": 0, "max": 1}}
+    with pytest.raises(ValidationError, match="give values"):
+        parse_sweep(spec, base)
