@@ -25,8 +25,10 @@ duplicated (one ledger job per token, one training job or service job per ledger
 orphaned (every training job the platform started is in the ledger), none stuck
 (``Submitting``) and none owing end effects, usage exact (each team's instances and
 reservations are those of its live jobs), every ended job announced (``dedup_id``
-``<job>/announce``; repeats counted, receivers drop them by the id), every refusal a
-contract error. ``make soak`` runs both schedulers at 10% and 25% faults;
+``<job>/announce``; repeats counted, receivers drop them by the id), every Completed job with
+an evaluation policy evaluated by exactly one evaluation job whose ended results reached it
+(issue 36; an evaluation job is not announced itself), every refusal a contract error.
+``make soak`` runs both schedulers at 10% and 25% faults;
 ``tests/sandbox/test_soak.py`` runs a short seeded one.
 """
 
@@ -174,6 +176,11 @@ class Result:
     duplicates: int = 0
     lost_jobs: int = 0
     orphans: int = 0
+    # Issue 36: Completed jobs of a template with an evaluation policy, their evaluation jobs,
+    # and those missing, duplicated or whose results never reached the evaluated job.
+    evaluated: int = 0
+    evaluations: int = 0
+    lost_evaluations: int = 0
     usage_mismatches: int = 0
     bad_answers: int = 0
     problems: list[str] = field(default_factory=list)
@@ -461,6 +468,29 @@ class Soak:
         self._check_backend(jobs)
         self._check_usage(jobs)
         self._check_announcements(jobs)
+        self._check_evaluations(jobs)
+
+    def _check_evaluations(self, jobs: dict[str, dict[str, Any]]) -> None:
+        """Issue 36: every Completed job that recorded an evaluation policy has exactly one
+        evaluation job (``<job>-eval``, kind ``evaluation``), and once that one ended, its
+        results (a verdict) are on the evaluated job."""
+        r = self.result
+        evals = {n: j for n, j in jobs.items() if j.get("kind") == "evaluation"}
+        r.evaluations = len(evals)
+        for name, job in jobs.items():
+            if job.get("kind") or job["status"] != "Completed" or not job.get("evaluation_policy"):
+                continue
+            r.evaluated += 1
+            mine = [e for e in evals.values() if e.get("evaluation_of") == name]
+            if len(mine) != 1:
+                r.lost_evaluations += 1
+                r.problems.append(f"{name} Completed with {len(mine)} evaluation jobs")
+                continue
+            if mine[0]["status"] in TERMINAL_STATUSES and not (job.get("evaluation") or {}).get(
+                "verdict"
+            ):
+                r.lost_evaluations += 1
+                r.problems.append(f"{name}'s evaluation {mine[0]['job_name']} ended, no verdict")
 
     def _check_backend(self, jobs: dict[str, dict[str, Any]]) -> None:
         r = self.result
@@ -530,6 +560,10 @@ class Soak:
         r.announcements = sum(ids.values())
         r.repeats = sum(c - 1 for c in ids.values())
         for name, job in jobs.items():
+            # An evaluation job is not announced: its verdict is its evaluated job's
+            # ``evaluated`` notice, on the team's topic (``_check_evaluations``).
+            if job.get("kind") == "evaluation":
+                continue
             if job["status"] in TERMINAL_STATUSES and not ids.get(E.dedup_id(name, E.ANNOUNCE)):
                 r.lost_announcements += 1
                 r.problems.append(f"{name} ended {job['status']} and was never announced")
@@ -627,7 +661,8 @@ def report(result: Result) -> str:
         f"(failed {s['failed_deliveries']}); announcements {s['announcements']} "
         f"(repeats {s['repeats']}); lost announcements {s['lost_announcements']}, stuck "
         f"claims {s['stuck_claims']}, duplicates {s['duplicates']}, lost jobs {s['lost_jobs']}, "
-        f"orphans {s['orphans']}, usage mismatches {s['usage_mismatches']}, non-contract "
+        f"orphans {s['orphans']}, evaluations {s['evaluations']} of {s['evaluated']} "
+        f"(lost {s['lost_evaluations']}), usage mismatches {s['usage_mismatches']}, non-contract "
         f"answers {s['bad_answers']}; swept {s['swept']}"
     )
 

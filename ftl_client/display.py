@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from ftl_client.client import Progress, parse_time
-from ftl_client.models_view import evaluation_line
+from ftl_client.models_view import evaluation_line, listed_status, listed_template
 from ftl_client.templates_view import channels, hyperparameter, templates_table
 from ftl_client.text import (
     duration,
@@ -55,8 +55,8 @@ def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
     rows = [
         [
             j["job_name"],
-            j.get("template", "-"),
-            j.get("status", "-"),
+            listed_template(j),
+            listed_status(j),
             f"{j.get('instance_count', '?')} x {j.get('instance_type', '?')}",
             "yes" if j.get("spot") else "no",
             when(j.get("created_at")),

@@ -63,6 +63,23 @@ def evaluation_line(evaluation: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def listed_status(job: dict[str, Any]) -> str:
+    """``ftl list``'s status of a job (issue 36): an evaluated job's adds its evaluation's,
+    the gate's verdict once there is one, else the evaluation job's status (or ``Refused``)."""
+    status = str(job.get("status", "-"))
+    evaluation = job.get("evaluation")
+    if not isinstance(evaluation, dict):
+        return status
+    return f"{status}; eval {evaluation.get('verdict') or evaluation.get('status') or '-'}"
+
+
+def listed_template(job: dict[str, Any]) -> str:
+    """``ftl list``'s template of a job; an evaluation job, listed on its own line like any
+    job, is marked as the evaluation (of the job its name extends)."""
+    template = str(job.get("template", "-"))
+    return f"{template} (evaluation)" if job.get("kind") == "evaluation" else template
+
+
 def reviewed(answer: dict[str, Any]) -> str:
     text = (
         f"{answer.get('job_name')}: version {answer.get('model_package_version')} of "

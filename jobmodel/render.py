@@ -17,7 +17,7 @@ from . import _rules as R
 from .after_training.tracking_job import AttemptTracking
 from .capacity.chain import EFA_VARIABLES, Step, attempt_name, plain_step
 from .capacity.plans import ON_DEMAND, PLAN, SPOT
-from .contract import names as N
+from .contract import names
 from .contract.errors import TemplateError
 from .instances import INSTANCE_TYPES, efa_environment
 from .locations import checkpoint_s3_uri, make_job_name, output_s3_uri
@@ -112,18 +112,18 @@ def _tags(
     merged.update(template.tags)
     merged.update(req.tags)
     merged[platform.platform_tag_key] = platform.platform_name
-    merged[N.TEMPLATE_TAG_KEY] = template.name
+    merged[names.TEMPLATE_TAG_KEY] = template.name
     if req.client_token:
-        merged[N.CLIENT_TOKEN_TAG_KEY] = req.client_token
+        merged[names.CLIENT_TOKEN_TAG_KEY] = req.client_token
     if job.team is not None:
-        merged[N.TEAM_TAG_KEY] = job.team
+        merged[names.TEAM_TAG_KEY] = job.team
     if job.requested_by:
         who = R.sanitize_tag_value(job.requested_by)
         if who:
-            merged[N.REQUESTED_BY_TAG_KEY] = who
+            merged[names.REQUESTED_BY_TAG_KEY] = who
     if step.chained:
         # Every attempt of a chain names its ledger job (job events find the job by it).
-        merged[N.JOB_NAME_TAG_KEY] = job.name
+        merged[names.JOB_NAME_TAG_KEY] = job.name
     return [{"Key": k, "Value": v} for k, v in merged.items()]
 
 

@@ -120,9 +120,13 @@ def _chain(door: _Door, standin: Any, clock: SimClock) -> dict[str, Any]:
     job = door.describe(name)
 
     print("\nevery attempt resumes from the job's one checkpoint prefix:")
-    for request in standin.requests:
-        if request["TrainingJobName"].startswith(name):
+    attempts = [r for r in standin.requests if r["TrainingJobName"].startswith(name)]
+    for request in attempts:
+        if "CheckpointConfig" in request:  # the attempts; the evaluation job has none
             print(f"  {request['TrainingJobName']:<40} {request['CheckpointConfig']['S3Uri']}")
+    for request in attempts:
+        if "CheckpointConfig" not in request:
+            print(f"\nCompleted, so its evaluation job started: {request['TrainingJobName']}")
     print(f"\nftl status {name}:")
     print(display.job_detail(job))
     usage = door({"action": "whoami"})["usage"]

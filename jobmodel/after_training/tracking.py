@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from ..contract import names as N
+from ..contract import names
 from ..contract.errors import SettingsError
 
 __all__ = [
@@ -169,26 +169,28 @@ class TrackingConfig:
             return {}
         body = {"servers": dict(self.servers), "default": self.default}
         body["experiment"] = self.experiment
-        return {N.ENV_MLFLOW: json.dumps(body, sort_keys=True, separators=(",", ":"))}
+        return {names.ENV_MLFLOW: json.dumps(body, sort_keys=True, separators=(",", ":"))}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> TrackingConfig:
-        raw = env.get(N.ENV_MLFLOW)
+        raw = env.get(names.ENV_MLFLOW)
         if not raw:
             return cls()
         try:
             data = json.loads(raw)
         except ValueError as exc:
-            raise ValueError(f"environment variable {N.ENV_MLFLOW} is not JSON: {exc}") from None
+            raise ValueError(
+                f"environment variable {names.ENV_MLFLOW} is not JSON: {exc}"
+            ) from None
         servers = data.get("servers") if isinstance(data, dict) else None
         if (
             not isinstance(servers, dict)
             or not servers
             or not all(isinstance(k, str) and isinstance(v, str) and v for k, v in servers.items())
         ):
-            raise ValueError(f"environment variable {N.ENV_MLFLOW} needs a 'servers' object")
+            raise ValueError(f"environment variable {names.ENV_MLFLOW} needs a 'servers' object")
         if data.get("experiment", "team") not in EXPERIMENT_MODES:
-            raise ValueError(f"environment variable {N.ENV_MLFLOW}: bad 'experiment'")
+            raise ValueError(f"environment variable {names.ENV_MLFLOW}: bad 'experiment'")
         return cls(
             servers=servers,
             default=bool(data.get("default", True)),

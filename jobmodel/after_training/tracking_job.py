@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..contract import names as N
+from ..contract import names
 from ..contract.errors import ValidationError
 from ..teams import Team
 from ..templates.hyperparameters import json_type
@@ -88,7 +88,7 @@ def submit_tracking(
     return value
 
 
-TRACKING_VARIABLES = N.TRACKING_VARIABLES  # every variable tracking_environment may set
+TRACKING_VARIABLES = names.TRACKING_VARIABLES  # every variable tracking_environment may set
 
 
 def tracking_environment(
@@ -109,30 +109,30 @@ def tracking_environment(
     if server is None:
         raise ValueError(f"no MLflow server for team {team!r}")
     env = {
-        N.ENV_MLFLOW_TRACKING_URI: server,
-        N.ENV_MLFLOW_EXPERIMENT_NAME: experiment_name(config, platform, team, template),
-        N.ENV_MLFLOW_RUN_NAME: job_name,
-        N.ENV_TRACKING_TEMPLATE: template,
-        N.ENV_TRACKING_IMAGE: image,
-        N.ENV_TRACKING_INSTANCE_TYPE: instance_type,
-        N.ENV_TRACKING_ATTEMPT: str(attempt),
-        N.ENV_TRACKING_OUTPUT_S3_URI: output_s3_uri,
+        names.ENV_MLFLOW_TRACKING_URI: server,
+        names.ENV_MLFLOW_EXPERIMENT_NAME: experiment_name(config, platform, team, template),
+        names.ENV_MLFLOW_RUN_NAME: job_name,
+        names.ENV_TRACKING_TEMPLATE: template,
+        names.ENV_TRACKING_IMAGE: image,
+        names.ENV_TRACKING_INSTANCE_TYPE: instance_type,
+        names.ENV_TRACKING_ATTEMPT: str(attempt),
+        names.ENV_TRACKING_OUTPUT_S3_URI: output_s3_uri,
     }
     if estimate_usd is not None:
-        env[N.ENV_TRACKING_COST_ESTIMATE] = f"{estimate_usd:.2f}"
+        env[names.ENV_TRACKING_COST_ESTIMATE] = f"{estimate_usd:.2f}"
     return env
 
 
 def run_view(environment: Mapping[str, str]) -> dict[str, str] | None:
     """``describe``'s ``tracking``: the server, experiment and run a job logs to, read from
     its rendered environment; None when the job is not tracked."""
-    server = environment.get(N.ENV_MLFLOW_TRACKING_URI)
+    server = environment.get(names.ENV_MLFLOW_TRACKING_URI)
     if not server:
         return None
     return {
         "mlflow_resource_arn": server,
-        "experiment_name": environment.get(N.ENV_MLFLOW_EXPERIMENT_NAME, ""),
-        "run_name": environment.get(N.ENV_MLFLOW_RUN_NAME, ""),
+        "experiment_name": environment.get(names.ENV_MLFLOW_EXPERIMENT_NAME, ""),
+        "run_name": environment.get(names.ENV_MLFLOW_RUN_NAME, ""),
     }
 
 

@@ -109,7 +109,11 @@ def evaluation_request(
     training = _decoded(parent.get("HyperParameters") or {})
     archive = archive_kind(training)
     hps: dict[str, Any] = {k: training[k] for k in _TOOLKIT_KEYS if k in training}
-    hps.update(arguments.hyperparameters(policy, archive, training))
+    # The training's own entries keep their decoded values, encoded once below: the strings
+    # ``arguments`` gives for them would be encoded twice (a JSON object's value quoted and
+    # escaped, past the 256 characters a value may have: gpt-tp-sharded's ``mp_parameters``).
+    for key, value in arguments.hyperparameters(policy, archive, training).items():
+        hps[key] = value if key in arguments.EVAL_KEYS else training.get(key, value)
     hps.update(sagemaker_program=ENTRY_POINT, sagemaker_job_name=name)
     code = [c for c in parent.get("InputDataConfig") or [] if c["ChannelName"] == "code"]
     training_channels = {

@@ -15,15 +15,15 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..contract import names as N
+from ..contract import names
 
 __all__ = ["EVALUATION_TRACKING_VARIABLES", "evaluation_tracking_environment"]
 
 # What an evaluation job carries of its evaluated job's tracking environment.
 EVALUATION_TRACKING_VARIABLES = (
-    N.ENV_MLFLOW_TRACKING_URI,
-    N.ENV_MLFLOW_EXPERIMENT_NAME,
-    N.ENV_MLFLOW_RUN_NAME,
+    names.ENV_MLFLOW_TRACKING_URI,
+    names.ENV_MLFLOW_EXPERIMENT_NAME,
+    names.ENV_MLFLOW_RUN_NAME,
 )
 
 
@@ -39,8 +39,8 @@ def evaluation_tracking_environment(evaluated: Mapping[str, Any]) -> dict[str, s
         except ValueError:
             rendered = None
         environment = (rendered or {}).get("Environment") if isinstance(rendered, Mapping) else {}
-    if not isinstance(environment, Mapping) or not environment.get(N.ENV_MLFLOW_TRACKING_URI):
+    if not isinstance(environment, Mapping) or not environment.get(names.ENV_MLFLOW_TRACKING_URI):
         return {}
     out = {k: str(environment[k]) for k in EVALUATION_TRACKING_VARIABLES if environment.get(k)}
-    out.setdefault(N.ENV_MLFLOW_RUN_NAME, str(evaluated.get("job_name") or ""))
+    out.setdefault(names.ENV_MLFLOW_RUN_NAME, str(evaluated.get("job_name") or ""))
     return {k: v for k, v in out.items() if v}

@@ -1,22 +1,33 @@
-"""A job's end effects: what must happen once a job has ended, owed durably on its record.
+"""What follows a change to a job: one table of consequences, owed durably on its record.
 
-Standard library only. The write that makes a job's status terminal (``record.plan``) also
-writes the mark :data:`OWED`: a map from each end effect the job owes to its stable
-deduplication id. An effect is done by whoever next holds the record (the job-events
-function for any later event, the trigger's describe, stop, list, a replay of the token, or
-the scheduled sweep): it performs the effect with the id, then removes that effect from the
-mark with the one writer (:func:`done_change`). A failure between the two leaves the mark, so
-the next holder does it again: at least once, and a receiver drops a repeat by the id, which
-never changes for a job and an effect.
+Standard library only. :data:`CONSEQUENCES` is the one list: each row is a key, when it is
+owed, its deduplication id, its order (the table's) and the name of its performer (the
+factory in ``ftl_ledger.consequences`` maps each name to the code that does it, for both
+functions). Three families:
 
-Adding an effect (the model registry, issue 27) is one entry in :data:`END_EFFECTS` and one
-performer where the effects are run (``ftl_ledger.effects``); the mark, its ids and its
-completion stay as they are.
+* **end effects**: the write that makes a job's status terminal (``record.plan``) writes the
+  mark :data:`OWED`, a map from each end effect the row's condition owes to its stable id;
+* **job notices** (``notifications.NOTICE_KEYS``): started, a chain's next step, an
+  evaluation's verdict, owed under the same mark by the write that causes them;
+* **budget thresholds**: owed on the team's month (its usage item), sent by the one writer's
+  spend hook (``ftl_ledger.notify.BudgetWatch``).
+
+An effect is done by whoever next holds the record (the job-events function for any later
+event, the trigger's describe, stop, list, a replay of the token, or the scheduled sweep): it
+performs the effect with the id, then removes it from the mark with the one writer
+(:func:`done_change`). A failure between the two leaves the mark, so the next holder does it
+again: at least once, and a receiver drops a repeat by the id, which never changes for a job
+and an effect. A performer named ``None`` in a function is left owed there for the holder
+that can (``evaluate``: the trigger's).
+
+Adding a consequence is one row here, one performer in ``ftl_ledger.consequences`` and its
+permission in the construct of the function that does it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..contract import names
@@ -26,6 +37,11 @@ from .job import PUBLIC_FIELDS as JOB_PUBLIC_FIELDS
 
 __all__ = [
     "ANNOUNCE",
+    "CONSEQUENCES",
+    "Consequence",
+    "END",
+    "MONTH",
+    "NOTICE",
     "DEDUP_ATTRIBUTE",
     "EVALUATE",
     "REGISTER",
@@ -37,6 +53,7 @@ __all__ = [
     "done_change",
     "owed",
     "owed_at_end",
+    "performer_of",
     "public_view",
 ]
 
@@ -52,14 +69,64 @@ RESULTS = "evaluation_results"
 # registration, whose version then names the evaluation's metrics JSON. Performed by the
 # trigger only (``ftl_trigger.evaluation_flow``); the job-events function leaves it owed.
 EVALUATE = names.EVALUATE_EFFECT
+END = "end"  # owed by the write that ends the job (``owed_at_end``)
+NOTICE = "notice"  # owed by the write that causes it (``notifications.owed_notices``)
+MONTH = "team month"  # owed on the team's usage item (``notifications.thresholds_due``)
+
+
+@dataclass(frozen=True, slots=True)
+class Consequence:
+    """One row: ``key`` (the mark's key, or its pattern), ``family``, when it is ``owed`` (in
+    words, as docs/API.md says it), its ``dedup`` id's shape, its ``performer``'s name, and
+    for an end effect the record ``kinds`` that owe it (None: a training job) and ``when``
+    (the job as the ending write leaves it, and its new status -> owed)."""
+
+    key: str
+    family: str
+    owed: str
+    dedup: str
+    performer: str
+    kinds: tuple[str | None, ...] = (None,)
+    when: Callable[[Mapping[str, Any], str | None], bool] = lambda _job, _status: True
+
+
+def _completed_with_policy(job: Mapping[str, Any], status: str | None) -> bool:
+    return status == Status.COMPLETED and bool(job.get(names.EVALUATION_POLICY))
+
+
+# Every consequence, in the order each family's are done.
+CONSEQUENCES: tuple[Consequence, ...] = (
+    Consequence(
+        N.STARTED, NOTICE, "the write that starts the job", "<job>/started", "notice"
+    ),
+    Consequence(
+        N.CHAIN_STEP, NOTICE, "the write that moves a chain to attempt n",
+        "<job>/chain-step-<n>", "notice",
+    ),
+    Consequence(
+        N.EVALUATED, NOTICE, "the write that gives the job's evaluation its verdict",
+        "<job>/evaluated", "notice",
+    ),
+    Consequence(ANNOUNCE, END, "the write that ends the job", "<job>/announce", "announce"),
+    Consequence(
+        REGISTER, END, "the write that ends the job (a version only when Completed)",
+        "<job>/register", "register",
+    ),
+    Consequence(
+        EVALUATE, END, "the write that ends the job Completed, with an evaluation policy",
+        "<job>/evaluate", "evaluate", when=_completed_with_policy,
+    ),
+    Consequence(
+        RESULTS, END, "the write that ends an evaluation job", "<evaluated job>/evaluated",
+        "evaluation_results", kinds=(names.EVALUATION_KIND,),
+    ),
+    Consequence(
+        N.BUDGET, MONTH, "a write that takes the team's month spend to 80% or 100% of its "
+        "monthly_budget_usd", "<team>/budget-<YYYY-MM>-<p>", "budget",
+    ),
+)  # fmt: skip
 # Every effect a job's end may owe, in the order they are done.
-END_EFFECTS: tuple[str, ...] = (ANNOUNCE, REGISTER, EVALUATE, RESULTS)
-# What a job's end owes, by the record's ``kind`` (a training job has none): an evaluation
-# job's end owes only its results (it registers nothing; its verdict is the notice).
-_OWED_BY_KIND: dict[str | None, tuple[str, ...]] = {
-    None: (ANNOUNCE, REGISTER),
-    names.EVALUATION_KIND: (RESULTS,),
-}
+END_EFFECTS: tuple[str, ...] = tuple(c.key for c in CONSEQUENCES if c.family == END)
 # The SNS message attribute that carries the announcement's deduplication id (the message
 # itself: ``jobmodel.jobs.notifications``, the ``ended`` notification).
 DEDUP_ATTRIBUTE = "dedup_id"
@@ -82,10 +149,22 @@ def owed_at_end(job: Mapping[str, Any], status: str | None = None) -> dict[str, 
     kind = job.get(names.JOB_KIND)
     # An evaluation's results share the evaluated job's ``evaluated`` notice's id.
     subject = str(job.get(names.EVALUATION_OF) or name) if kind == names.EVALUATION_KIND else name
-    effects = _OWED_BY_KIND.get(kind, _OWED_BY_KIND[None])
-    if kind is None and status == Status.COMPLETED and job.get(names.EVALUATION_POLICY):
-        effects = (*effects, EVALUATE)
-    return {e: f"{subject}/evaluated" if e == RESULTS else dedup_id(name, e) for e in effects}
+    rows = [c for c in CONSEQUENCES if c.family == END and kind in c.kinds and c.when(job, status)]
+    return {
+        c.key: f"{subject}/{N.EVALUATED}" if c.key == RESULTS else dedup_id(name, c.key)
+        for c in rows
+    }
+
+
+def performer_of(key: str) -> str:
+    """The performer's name of what is owed under ``key`` (a job notice's key, or an end
+    effect's); ``KeyError`` for a key no row has."""
+    if N.is_notice(key):
+        return NOTICE
+    for row in CONSEQUENCES:
+        if row.family == END and row.key == key:
+            return row.performer
+    raise KeyError(key)
 
 
 def owed(job: Mapping[str, Any]) -> dict[str, str]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..capacity.chain import attempt_name
-from ..contract.names import EVALUATION
+from ..contract.names import EVALUATION, EVALUATION_KIND, JOB_KIND
 from ..contract.statuses import Status
 from ..money.limits import USAGE
 from .job import ENDED_FIELDS as JOB_ENDED_FIELDS
@@ -165,7 +165,14 @@ def owed_notices(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[st
     """The job notices a write from ``before`` to ``after`` owes: mark key -> dedup id."""
     name = str(after.get("job_name") or before.get("job_name"))
     owed: dict[str, str] = {}
-    if after.get("status") == Status.IN_PROGRESS and before.get("status") in _BEFORE_START:
+    # An evaluation job (issue 36) is heard of once, as its evaluated job's ``evaluated``
+    # notice: it owes no started notice, as its end owes no announcement.
+    starts = after.get(JOB_KIND) != EVALUATION_KIND
+    if (
+        starts
+        and after.get("status") == Status.IN_PROGRESS
+        and before.get("status") in _BEFORE_START
+    ):
         owed[STARTED] = f"{name}/{STARTED}"
     # A chain's current attempt (1 until the record says otherwise).
     attempt_after = after.get("attempt")

@@ -211,6 +211,95 @@ def test_every_accepted_boundary_submit_renders_requests_aws_accepts(case):
     assert not findings, _report(findings)
 
 
+# Issue 36: the evaluation job of a Completed job, derived from its request
+# (jobmodel.evaluation.launch), is held to the same limits, with any policy validation accepts:
+# the template's or one at the policy's own bounds (20 gated 200-character metrics, 5 golden
+# sets of 500-character prefixes, 10 lm-eval tasks, a policy image, no spot, 28 days).
+NAME = st.from_regex(r"[a-z][a-z0-9_]{0,39}", fullmatch=True)
+GOLDEN_KEY = st.from_regex(r"[A-Za-z0-9!_.*'()\-][A-Za-z0-9!_.*'()/\-]{0,499}", fullmatch=True)
+
+
+@st.composite
+def policies(draw: Any, spec: Any) -> Any:
+    from jobmodel.templates.evaluation_policy import EvaluationPolicy
+
+    if spec.evaluation is not None and draw(st.booleans()):
+        return spec.evaluation
+    metric = st.from_regex(r"[a-z0-9_]{1,200}", fullmatch=True)
+    gate = draw(st.lists(metric, max_size=20, unique=True))
+    golden = draw(st.lists(st.tuples(NAME, GOLDEN_KEY), max_size=5, unique_by=lambda g: g[0]))
+    tasks = draw(st.lists(NAME, min_size=1, max_size=10, unique=True))
+    channels = st.sampled_from([None, *spec.channels])
+    data = {
+        "task_metrics": {"channel": draw(channels) or "validation"},
+        "lm_eval": draw(st.sampled_from([None, {"tasks": tasks, "task_channel": draw(channels),
+                                                "num_fewshot": 32, "limit": 1_000_000}])),
+        "golden_sets": [{"name": n, "prefix": p.replace("..", "._")} for n, p in golden],
+        "image_uri": draw(st.sampled_from([None, IMAGE])),
+        "instance_type": draw(st.sampled_from([None, *spec.instance_types])),
+        "spot": draw(st.booleans()),
+        "max_runtime_seconds": draw(st.sampled_from([60, 3600, 2_419_200])),
+        "gate": [{"metric": m, "min": -1e308, "max_regression": 1e308} for m in gate],
+    }  # fmt: skip
+    return EvaluationPolicy.from_dict(data, template=spec.name)
+
+
+def evaluation_rendered(case: Any, policy: Any) -> list[Any] | None:
+    """What the trigger sends to start the evaluation of ``case``'s job once it Completed
+    (ftl_trigger.evaluation_flow: the request, or its service job in queue mode)."""
+    from jobmodel.evaluation.launch import evaluation_request
+    from jobmodel.jobs.job import Job
+
+    payload, spec, scheduler, team = case
+    requests = rendered(dict(payload), spec, "direct", team)
+    if not requests:  # refused, or a chain with no step to run
+        return None
+    first = requests[0][2]
+    name = first["TrainingJobName"]
+    job = Job(job_name=name, status="Completed", rendered=json.dumps(first),
+              training_job_name=name, team=team.name if team else None)  # fmt: skip
+    prefix = f"s3://{PLATFORM.data_bucket}/" + (f"{team.name}/" if team else "")
+    create = evaluation_request(job, policy, spec, team_data_prefix=prefix)
+    assert len(create["HyperParameters"]) <= 100, len(create["HyperParameters"])
+    if scheduler == "direct":
+        return [("sagemaker", "CreateTrainingJob", create)]
+    try:
+        return [("batch", "SubmitServiceJob", batch.service_job_request(
+            create, job_queue=QUEUE, job_name=create["TrainingJobName"],
+            client_token=None, team=team.name if team else None, priority=0,
+            tags={t["Key"]: t["Value"] for t in create.get("Tags", [])},
+        ))]  # fmt: skip
+    except jm.JobModelError:  # the 10 KiB payload: refused at the claim (recorded, not sent)
+        return None
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_every_evaluation_request_meets_the_models_and_the_rules(data):
+    case = data.draw(submits())
+    requests = evaluation_rendered(case, data.draw(policies(case[1])))
+    if requests is None:
+        return
+    findings = CHECK.all(requests)
+    assert not findings, _report(findings)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in CATALOG.items() if s.evaluation))
+def test_a_shipped_policys_evaluation_carries_the_jobs_hyperparameters_as_they_were(name):
+    """The training's entries the evaluation keeps are the job's own strings (once encoded:
+    gpt-tp-sharded's mp_parameters, encoded twice, was 265 characters, past the 256)."""
+    spec = CATALOG[name]
+    payload = {"template": name, "instance_type": spec.instance_types[0]}
+    (parent,) = [p for _, _, p in rendered(payload, spec, "direct", None)[:1]]
+    requests = evaluation_rendered((payload, spec, "direct", None), spec.evaluation)
+    assert requests is not None
+    create = requests[0][2]
+    kept = {k: v for k, v in create["HyperParameters"].items() if not k.startswith("sagemaker_")}
+    own = parent["HyperParameters"]
+    assert {k: own[k] for k in kept if k in own} == {k: v for k, v in kept.items() if k in own}
+    assert not CHECK.all(requests), _report(CHECK.all(requests))
+
+
 # ------------------------------------------------------------ the rules themselves
 def _good() -> dict[str, dict[str, Any]]:
     spec = CATALOG["distilbert-chain"]

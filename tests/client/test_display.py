@@ -311,3 +311,22 @@ def test_describe_shows_the_evaluation_and_its_verdict():
         {"job_name": "j", "evaluation": {"job_name": "j-eval", "status": "InProgress"}}
     )
     assert "evaluation  j-eval InProgress" in started
+
+
+def test_list_shows_each_jobs_evaluation_and_marks_the_evaluation_job():
+    """Issue 36: an evaluated job's line carries its evaluation's status, then its verdict;
+    the evaluation job has its own line, its template marked as the evaluation."""
+    base = {"template": "distilbert-spot", "status": "Completed"}
+    text = jobs_table(
+        [
+            job(**base, job_name="j", evaluation={"job_name": "j-eval", "status": "InProgress"}),
+            job(**base, job_name="k", evaluation={"status": "Completed", "verdict": "Rejected"}),
+            job(**base, job_name="m", evaluation={"job_name": "m-eval", "status": "Refused"}),
+            job(**{**base, "status": "InProgress"}, job_name="j-eval", kind="evaluation"),
+            job(**base, job_name="n"),
+        ]
+    )
+    lines = {line.split()[0]: line for line in text.splitlines()[1:]}
+    assert "Completed; eval InProgress" in lines["j"], text
+    assert "Completed; eval Rejected" in lines["k"] and "Completed; eval Refused" in lines["m"]
+    assert "distilbert-spot (evaluation)" in lines["j-eval"] and "eval" not in lines["n"]

@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
-from botocore.config import Config
 
 from ftl_events.apply import Recorder
 from ftl_ledger.ledger import Ledger
-from ftl_ledger.notify import BudgetWatch, Notifier, NotifySettings
+from ftl_ledger.notify import NotifySettings
+from ftl_ledger.runtime import CLIENT_CONFIGS, FunctionRuntime
 from jobmodel.after_training.registry import ENV_MODEL_REGISTRY
 from jobmodel.contract.names import (
     ENV_CHAIN_FUNCTION,
@@ -28,11 +28,9 @@ from jobmodel.contract.names import (
 from jobmodel.money import limits as Q
 from jobmodel.platform import PlatformConfig
 
-CLIENT_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 4})
-
 
 @dataclass
-class Runtime:
+class Runtime(FunctionRuntime):
     recorder: Recorder
     sns: Any
     topic_arn: str
@@ -50,15 +48,15 @@ class Runtime:
     # An evaluation's results (issue 36): built on first use.
     s3: Any = None
 
-    def notifier(self) -> Notifier:
-        """The notifications' sender, with the runtime's clients as they are now."""
-        return Notifier(self.sns, self.events, self.topic_arn, self.notify)
+    @property
+    def platform_name(self) -> str:
+        return self.platform
 
-    def s3_client(self) -> Any:
-        """The S3 client (built on first use)."""
-        if self.s3 is None:
-            self.s3 = boto3.client("s3", config=CLIENT_CONFIG)
-        return self.s3
+    def make_client(self, service: str) -> Any:
+        return boto3.client(service, config=CLIENT_CONFIGS[service])
+
+    def has_registry(self) -> bool:
+        return self.sagemaker is not None
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:
@@ -70,32 +68,32 @@ class Runtime:
         def now() -> datetime:
             return datetime.now(UTC)
 
-        ledger = Ledger(boto3.client("dynamodb", config=CLIENT_CONFIG), table)
+        ledger = Ledger(boto3.client("dynamodb", config=CLIENT_CONFIGS["dynamodb"]), table)
         platform = env.get(ENV_PLATFORM_NAME) or PlatformConfig.platform_name
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
         notify = NotifySettings.from_env(env, platform=platform, region=region)
         runtime = cls(
             recorder=Recorder(ledger, now, platform=platform),
-            sns=boto3.client("sns", config=CLIENT_CONFIG),
+            sns=boto3.client("sns", config=CLIENT_CONFIGS["sns"]),
             topic_arn=env.get(ENV_TOPIC_ARN, ""),
             platform=platform,
             now=now,
             chain_function=env.get(ENV_CHAIN_FUNCTION, ""),
             lambda_client=(
-                boto3.client("lambda", config=CLIENT_CONFIG)
+                boto3.client("lambda", config=CLIENT_CONFIGS["lambda"])
                 if env.get(ENV_CHAIN_FUNCTION)
                 else None
             ),
             sagemaker=(
-                boto3.client("sagemaker", config=CLIENT_CONFIG)
+                boto3.client("sagemaker", config=CLIENT_CONFIGS["sagemaker"])
                 if env.get(ENV_MODEL_REGISTRY) == "on"
                 else None
             ),
             notify=notify,
-            events=boto3.client("events", config=CLIENT_CONFIG) if notify.bus else None,
+            events=boto3.client("events", config=CLIENT_CONFIGS["events"]) if notify.bus else None,
         )
         # The one writer sends the budget notifications of a write that changed a team's spend.
-        runtime.recorder.writer.on_spend = BudgetWatch(
-            runtime.notifier, ledger, lambda: Q.month_of(runtime.now())
+        runtime.recorder.writer.on_spend = runtime.budget_watch(
+            ledger, lambda: Q.month_of(runtime.now())
         )
         return runtime

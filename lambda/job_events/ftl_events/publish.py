@@ -16,9 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ftl_ledger.effects import Performer
-from ftl_ledger.evaluation import end_effects
-from ftl_ledger.registry import registrar
 from jobmodel.jobs import effects as E
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -26,25 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 
 def complete_effects(runtime: Runtime, job: Mapping[str, Any]) -> dict[str, Any]:
-    """Do what ``job`` (as the event's write left it) still owes; the record after."""
+    """Do what ``job`` (as the event's write left it) still owes; the record after. The
+    ``evaluate`` effect is the trigger's (it starts jobs): left owed, the handler asks it."""
     if not E.owed(job):
         return dict(job)
-
-    def sagemaker() -> Any:  # the runtime's client when called (tests replace it)
-        return runtime.sagemaker
-
-    registry = sagemaker if runtime.sagemaker is not None else None
-    register = registrar(registry, runtime.platform)
-    performers: dict[str, Performer | None] = {
-        **runtime.notifier().performers(),
-        E.REGISTER: register,
-        E.EVALUATE: None,  # the trigger's (it starts jobs): asked by the handler
-    }
-    effects = end_effects(
-        runtime.recorder.writer,
-        performers,
-        s3=runtime.s3_client,
-        sagemaker=registry,
-        platform=runtime.platform,
-    )
-    return effects.complete(job)
+    return runtime.consequences(runtime.recorder.writer, evaluate=None).complete(job)

@@ -18,7 +18,6 @@ from typing import Any
 
 from ftl_ledger.writer import JobWriter
 from jobmodel.jobs import effects as E
-from jobmodel.jobs import notifications as N
 from jobmodel.jobs.record import REVISION, Change, JobRecord
 
 __all__ = ["NOTICE", "EndEffects", "Performer"]
@@ -31,14 +30,19 @@ Performer = Callable[[Mapping[str, Any], str], Mapping[str, Any] | None]
 # A function that cannot perform an effect names it with None: it is left owed for the holder
 # that can (the ``evaluate`` effect: the trigger only; the job-events function asks it).
 # The performers' key of every owed job notice (``ftl_ledger.notify``).
-NOTICE = "notice"
+NOTICE = E.NOTICE
 
 
 class EndEffects:
+    """Performers by the names the table gives them (``jobmodel.jobs.effects.CONSEQUENCES``:
+    ``ftl_ledger.consequences.performers`` builds them); a row whose performer is missing is
+    refused here, so a new row cannot be forgotten by either function."""
+
     def __init__(self, writer: JobWriter, performers: Mapping[str, Performer | None]) -> None:
-        missing = [e for e in E.END_EFFECTS if e not in performers]
+        names = [c.performer for c in E.CONSEQUENCES if c.family in (E.END, E.NOTICE)]
+        missing = [n for n in names if n not in performers]
         if missing:
-            raise ValueError(f"no performer for end effect {missing[0]}")
+            raise ValueError(f"no performer {missing[0]!r} for a consequence of the table")
         self.writer = writer
         self.performers = dict(performers)
 
@@ -48,9 +52,8 @@ class EndEffects:
         effect and the ones after it still owed."""
         current: dict[str, Any] = dict(job)
         for effect, dedup in E.owed(current).items():
-            # A job notice (``jobmodel.jobs.notifications``: started, a chain's step) has one
-            # performer for every key, under NOTICE.
-            performer = self.performers[NOTICE if N.is_notice(effect) else effect]
+            # Its row's performer (every job notice's is NOTICE).
+            performer = self.performers[E.performer_of(effect)]
             if performer is None:  # another holder's: left owed, the later ones still done
                 continue
             learned = dict(performer(current, dedup) or {})

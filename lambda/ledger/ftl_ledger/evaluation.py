@@ -21,49 +21,20 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ftl_ledger.effects import EndEffects, Performer
 from ftl_ledger.job_codec import from_record
 from ftl_ledger.writer import JobWriter
 from jobmodel.after_training import registry as REG
-from jobmodel.evaluation import results as R
+from jobmodel.evaluation import results as eval_results
 from jobmodel.evaluation import version as V
 from jobmodel.evaluation.gate import Verdict
-from jobmodel.jobs import effects as E
 from jobmodel.jobs.job import Job
 from jobmodel.jobs.record import Change, JobRecord
 from jobmodel.templates.evaluation_policy import EvaluationPolicy
 
-__all__ = ["EvaluationResults", "end_effects", "split_s3_uri"]
+__all__ = ["EvaluationResults", "split_s3_uri"]
 
 LOG = logging.getLogger("ftl.ledger")
 BASELINE_PAGE = 10  # the newest Approved versions looked through (the job's own is skipped)
-
-
-def end_effects(
-    writer: JobWriter,
-    performers: Mapping[str, Performer | None],
-    *,
-    s3: Callable[[], Any],
-    sagemaker: Callable[[], Any] | None,
-    platform: str,
-) -> EndEffects:
-    """The end effects with ``performers`` and the evaluation's results, whose write to the
-    evaluated job is followed by that job's owed effects (its ``evaluated`` notice; a failure
-    is logged and left owed for the job's next holder or the sweep)."""
-    built: list[EndEffects] = []
-
-    def follow(parent: dict[str, Any]) -> None:
-        try:
-            built[0].complete(parent)
-        except Exception as err:  # noqa: BLE001 - the notice stays owed on the job
-            name = from_record(parent).job_name
-            LOG.warning("job %s: evaluated notice left owed: %s", name, err)
-
-    results = EvaluationResults(
-        writer=writer, s3=s3, sagemaker=sagemaker, platform=platform, follow=follow
-    )
-    built.append(EndEffects(writer, {**performers, E.RESULTS: results}))
-    return built[0]
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -96,8 +67,8 @@ class EvaluationResults:
 
     def __call__(self, job: Mapping[str, Any], dedup: str) -> Mapping[str, Any] | None:
         evaluation = from_record(job)
-        name = R.parent_name(evaluation)
-        if not R.is_evaluation(evaluation) or name is None:
+        name = eval_results.parent_name(evaluation)
+        if not eval_results.is_evaluation(evaluation) or name is None:
             return None
         record = self.writer.ledger.get_job(name)
         parent = from_record(record) if record is not None else None
@@ -105,9 +76,9 @@ class EvaluationResults:
             LOG.warning("evaluation %s: no job %s of its team", evaluation.job_name, name)
             return None
         found = self.outcome(evaluation)
-        policy = R.policy_of(evaluation, parent)
+        policy = eval_results.policy_of(evaluation, parent)
         described = self._version(parent)
-        judged = R.judge(found, policy, self._baseline(parent, described))
+        judged = eval_results.judge(found, policy, self._baseline(parent, described))
         status = parent.model_approval_status
         if described is not None:
             status = self._update(parent, described, found, judged, policy, dedup)
@@ -116,7 +87,9 @@ class EvaluationResults:
 
         def write(current: JobRecord) -> Change:
             previous = from_record(current).evaluation
-            also: dict[str, Any] = {R.ATTRIBUTE: R.parent_view(previous, found, judged)}
+            also: dict[str, Any] = {
+                eval_results.ATTRIBUTE: eval_results.parent_view(previous, found, judged)
+            }
             if status:
                 also["model_approval_status"] = status
             return Change(also=also)
@@ -128,14 +101,14 @@ class EvaluationResults:
         return None
 
     # ------------------------------------------------------------------ the results
-    def outcome(self, job: Job) -> R.Outcome:
+    def outcome(self, job: Job) -> eval_results.Outcome:
         """What the evaluation found (its ``evaluation.json``, or why there is none)."""
         try:
-            bucket, key = split_s3_uri(R.output_archive_url(job))
+            bucket, key = split_s3_uri(eval_results.output_archive_url(job))
             body = self.s3().get_object(Bucket=bucket, Key=key)["Body"].read()
-            return R.outcome(job, R.read_result(body))
+            return eval_results.outcome(job, eval_results.read_result(body))
         except (ClientError, BotoCoreError, ValueError) as exc:
-            return R.outcome(job, None, _why(exc))
+            return eval_results.outcome(job, None, _why(exc))
 
     # ------------------------------------------------------------------ the version
     def _version(self, parent: Job) -> dict[str, Any] | None:
@@ -172,7 +145,7 @@ class EvaluationResults:
         self,
         parent: Job,
         described: Mapping[str, Any],
-        found: R.Outcome,
+        found: eval_results.Outcome,
         judged: Verdict,
         policy: EvaluationPolicy,
         dedup: str,
@@ -189,7 +162,7 @@ class EvaluationResults:
         self.sagemaker().update_model_package(**request)
         return str(request.get("ModelApprovalStatus") or current)
 
-    def _write_metrics(self, parent: Job, found: R.Outcome, judged: Verdict) -> None:
+    def _write_metrics(self, parent: Job, found: eval_results.Outcome, judged: Verdict) -> None:
         """The JSON the version's ModelMetrics names (the same bytes on a repeat)."""
         if not parent.output_s3_uri:
             return

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ftl_ledger.job_codec import from_record
-from jobmodel.after_training import registry as R
+from jobmodel.after_training import registry as model_registry
 from jobmodel.contract.statuses import Status
 
 __all__ = ["find_version", "registrar"]
@@ -36,15 +36,15 @@ def registrar(sagemaker: Callable[[], Any] | None, platform: str) -> Callable[..
         if job.get("model_package_arn"):
             return None  # recorded by an earlier holder of the record
         client = sagemaker()
-        group = R.group_name(platform, str(job["template"]), job.get("team"))
+        group = model_registry.group_name(platform, str(job["template"]), job.get("team"))
         found = find_version(client, group, job)
         if found is None:
             typed = from_record(job)  # issue 36: a job that owes an evaluation names its metrics
-            metrics = R.model_metrics(typed.output_s3_uri, typed.owed_effects)
-            request = R.create_request(job, group, dedup, metrics=metrics)
+            metrics = model_registry.model_metrics(typed.output_s3_uri, typed.owed_effects)
+            request = model_registry.create_request(job, group, dedup, metrics=metrics)
             created = client.create_model_package(**request)
             found = client.describe_model_package(ModelPackageName=created["ModelPackageArn"])
-        return R.recorded(group, found)
+        return model_registry.recorded(group, found)
 
     return register
 
@@ -62,7 +62,7 @@ def find_version(client: Any, group: str, job: Mapping[str, Any]) -> dict[str, A
             **({"NextToken": token} if token else {}),
         )
         for summary in page.get("ModelPackageSummaryList", []):
-            if R.is_version_of(summary, str(job["job_name"])):
+            if model_registry.is_version_of(summary, str(job["job_name"])):
                 return dict(summary)
             created = summary.get("CreationTime")
             if since is not None and isinstance(created, datetime) and created < since:

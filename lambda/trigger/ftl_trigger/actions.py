@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ftl_ledger.ledger import Ledger
-from ftl_ledger.notify import BudgetWatch
 from ftl_ledger.writer import JobWriter
 from ftl_trigger.adapters import Call
 from ftl_trigger.backends import Backend, Backends
@@ -76,9 +75,7 @@ class Launcher:
             platform=lambda: runtime.platform.platform_name,
             now=lambda: runtime.now(),
             attempts=_WRITE_ATTEMPTS,
-            on_spend=BudgetWatch(
-                lambda: self.rt.notifier(), self.ledger, lambda: self.usage.month()
-            ),
+            on_spend=runtime.budget_watch(self.ledger, lambda: self.usage.month()),
         )
         self.usage = self.writer.usage
         self.signer = Signer(self.ledger.paging_key)

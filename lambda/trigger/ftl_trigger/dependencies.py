@@ -11,10 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from botocore.config import Config
-
 from ftl_ledger.ledger import Ledger
-from ftl_ledger.notify import Notifier, NotifySettings
+from ftl_ledger.notify import NotifySettings
+from ftl_ledger.runtime import CLIENT_CONFIGS, FunctionRuntime
 from ftl_trigger import aws
 from ftl_trigger.prices import LivePrices
 from ftl_trigger.quota_gate import LiveQuotas
@@ -28,42 +27,18 @@ from jobmodel.evaluation.additions import EvaluationAdditions
 from jobmodel.money.pricing import PriceTable
 from jobmodel.teams import TeamsConfig
 
-# Explicit retries (boto3's default mode is still "legacy"): standard mode retries throttling
-# and 5xx with backoff and does not retry ResourceLimitExceeded.
-SAGEMAKER_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": 5},
-    connect_timeout=5,
-    read_timeout=20,
-)
-DYNAMODB_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": 4},
-    connect_timeout=3,
-    read_timeout=10,
-)
-# Queue mode only. Every SubmitServiceJob carries a clientToken, so a retried submit can
-# never queue a second job.
-# Read at submit, cached per container; a failed read skips the check, so fail fast.
-QUOTAS_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": 2},
-    connect_timeout=2,
-    read_timeout=5,
-)
-SNS_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": 3},
-    connect_timeout=3,
-    read_timeout=5,
-)
-BATCH_CONFIG = Config(
-    retries={"mode": "standard", "total_max_attempts": 4},
-    connect_timeout=5,
-    read_timeout=20,
-)
+# The clients' retry settings are the shared base's (``ftl_ledger.runtime.CLIENT_CONFIGS``).
+SAGEMAKER_CONFIG = CLIENT_CONFIGS["sagemaker"]
+DYNAMODB_CONFIG = CLIENT_CONFIGS["dynamodb"]
+QUOTAS_CONFIG = CLIENT_CONFIGS["service-quotas"]
+SNS_CONFIG = CLIENT_CONFIGS["sns"]
+BATCH_CONFIG = CLIENT_CONFIGS["batch"]
 
 DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "catalog.json"
 
 
 @dataclass
-class Runtime:
+class Runtime(FunctionRuntime):
     platform: PlatformConfig
     catalog: Mapping[str, TemplateSpec]
     table_name: str
@@ -105,17 +80,17 @@ class Runtime:
     # first use, so a container that never ends an evaluation never builds it.
     s3: Any = None
 
-    def notifier(self) -> Notifier:
-        """The notifications' sender, with the runtime's clients as they are now."""
-        return Notifier(self.sns, self.events, self.topic_arn, self.notify)
+    @property
+    def platform_name(self) -> str:
+        return self.platform.platform_name
 
-    def s3_client(self) -> Any:
-        """The S3 client (built on first use)."""
-        if self.s3 is None:
-            self.s3 = aws.session().create_client(
-                "s3", region_name=self.platform.region, config=SNS_CONFIG
-            )
-        return self.s3
+    def make_client(self, service: str) -> Any:
+        return aws.session().create_client(
+            service, region_name=self.platform.region, config=CLIENT_CONFIGS[service]
+        )
+
+    def has_registry(self) -> bool:
+        return self.model_registry
 
     @classmethod
     def from_environment(cls, env: Mapping[str, str] | None = None) -> Runtime:

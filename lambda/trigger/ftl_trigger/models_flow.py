@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ftl_trigger.records import Records, ledger_call
 from ftl_trigger.remote import map_aws_error
 from jobmodel import PlatformConfig, TemplateSpec
-from jobmodel.after_training import registry as R
+from jobmodel.after_training import registry
 from jobmodel.contract.errors import Conflict, Forbidden, NotFound, UpstreamError, ValidationError
 from jobmodel.evaluation import version as EV
 from jobmodel.jobs.record import Change
@@ -91,7 +91,7 @@ def _groups(rt: ModelsSettings, params: Mapping[str, Any], caller: Caller) -> li
     else:
         teams = [caller.team_name]
     platform = rt.platform.platform_name
-    return [R.group_name(platform, t, team) for team in teams for t in templates]
+    return [registry.group_name(platform, t, team) for team in teams for t in templates]
 
 
 def list_models(rt: ModelsSettings, params: Mapping[str, Any], caller: Caller) -> dict[str, Any]:
@@ -126,7 +126,7 @@ def list_models(rt: ModelsSettings, params: Mapping[str, Any], caller: Caller) -
             described = sm.describe_model_package(ModelPackageName=summary["ModelPackageArn"])
         except (ClientError, BotoCoreError) as exc:
             raise map_aws_error(exc, "DescribeModelPackage") from None
-        view = R.version_view(described)
+        view = registry.version_view(described)
         evaluation = EV.evaluation_view(described.get("CustomerMetadataProperties"))
         if evaluation is not None:  # issue 36: the evaluation's verdict and metrics
             view["evaluation"] = evaluation
@@ -147,9 +147,9 @@ def review(
     only_fields(params, frozenset({"job_name", "decision", "description"}))
     name = validate_job_name(params.get("job_name"))
     decision = params.get("decision")
-    if decision not in R.APPROVAL_STATUSES:
+    if decision not in registry.APPROVAL_STATUSES:
         raise ValidationError(
-            "decision", f"decision must be one of {', '.join(R.APPROVAL_STATUSES)}"
+            "decision", f"decision must be one of {', '.join(registry.APPROVAL_STATUSES)}"
         )
     note = params.get("description", "")
     if not isinstance(note, str) or len(note) > MAX_APPROVAL_DESCRIPTION:
@@ -181,7 +181,7 @@ def review(
         return Change(also=reviewed)
 
     job = flow.records.write(job, change)
-    out = {"job_name": name, **{k: job.get(k) for k in R.FIELDS}, **reviewed}
+    out = {"job_name": name, **{k: job.get(k) for k in registry.FIELDS}, **reviewed}
     if note:
         out["approval_description"] = note
     return out

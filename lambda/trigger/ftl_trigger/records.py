@@ -15,14 +15,10 @@ from typing import Any, Protocol, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ftl_ledger.effects import Performer
-from ftl_ledger.evaluation import end_effects
+from ftl_ledger.effects import EndEffects, Performer
 from ftl_ledger.ledger import Ledger
-from ftl_ledger.notify import Notifier
-from ftl_ledger.registry import registrar
 from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.remote import map_aws_error
-from jobmodel import PlatformConfig
 from jobmodel.jobs import effects as E
 from jobmodel.jobs.record import ChangeFor
 
@@ -55,18 +51,12 @@ class Clock:
 
 
 class Announcing(Protocol):
-    """The runtime's notifications (its topics, event bus and clients; ``sns`` None: left to
-    the sweep), and the SageMaker client and platform the model registry's versions are made
-    with (issue 27)."""
+    """The runtime's notifications (``sns`` None: left to the sweep) and its runner of a job's
+    consequences (``ftl_ledger.runtime.FunctionRuntime``)."""
 
     sns: Any
-    sagemaker: Any
-    model_registry: bool
-    platform: PlatformConfig
 
-    def notifier(self) -> Notifier: ...
-
-    def s3_client(self) -> Any: ...
+    def consequences(self, writer: JobWriter, *, evaluate: Performer | None) -> EndEffects: ...
 
 
 class Effects:
@@ -86,20 +76,7 @@ class Effects:
         settings = self.settings
         if not E.owed(job) or settings.sns is None:
             return job
-
-        def sagemaker() -> Any:
-            return settings.sagemaker
-
-        registry = sagemaker if settings.model_registry else None
-        platform = settings.platform.platform_name
-        performers: dict[str, Performer | None] = {
-            **settings.notifier().performers(),
-            E.REGISTER: registrar(registry, platform),
-            E.EVALUATE: self.evaluate,
-        }
-        effects = end_effects(
-            self.writer, performers, s3=settings.s3_client, sagemaker=registry, platform=platform
-        )
+        effects = settings.consequences(self.writer, evaluate=self.evaluate)
         try:
             return effects.complete(job)
         except Exception as err:  # noqa: BLE001 - owed effects stay marked on the record
