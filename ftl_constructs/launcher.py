@@ -365,7 +365,7 @@ class JobLauncher(Construct):
 
     def _queue_estimate_reads(self, policy: iam.Policy) -> None:
         """Queue mode: a queued job's estimated start reads the limits of the queue's jobs
-        from the ledger, 100 a call (ftl_trigger/backends/queue/look.py)."""
+        from the ledger, 100 a call (ftl_trigger/backends/queue/places.py)."""
         policy.add_statements(
             iam.PolicyStatement(
                 sid="QueueEstimateReads",

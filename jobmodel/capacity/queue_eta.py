@@ -1,7 +1,7 @@
 """When a queued job will have started at the latest, and what would start it sooner.
 
 Standard library only (the trigger gathers the facts from AWS Batch and the ledger:
-``ftl_trigger/backends/queue/look.py``). The model (docs/API.md, "Queue mode"; docs/DECISIONS.md):
+``ftl_trigger/backends/queue/places.py``). The model (docs/API.md, "Queue mode"; docs/DECISIONS.md):
 
 - The queue's capacity is one number of instances of any type (the service environment's
   capacity limit in ``NUM_INSTANCES``, ``ftl:queueCapacityInstances``).

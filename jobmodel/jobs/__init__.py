@@ -4,10 +4,11 @@ Holds: ``job`` (the record as types: ``Job``, ``Attempt``, the first record a su
 and which attributes are public, described and notified), ``record`` (``JobRecord``,
 ``Change`` and the one rule for changing a job),
 ``training_state`` and ``queue_state`` (SageMaker's and Batch's state as ledger fields),
-``attempts`` and ``held_end`` (a capacity chain's attempts), ``claims`` (a submit's claim and
-the sweep), ``effects`` (end effects owed on the record) and ``notifications`` (the job and
-budget notices on SNS and EventBridge, their attributes and schema).
+``attempts`` and ``batch_end_hold`` (a capacity chain's attempts), ``claims`` (a submit's claim and
+the sweep), ``view`` (the contract's job object, from a ``Job``), ``effects`` (end effects
+owed on the record) and ``notifications`` (the job and budget notices on SNS and
+EventBridge, their attributes and schema).
 
 May import (within jobmodel): contract, money, capacity, _rules, requests, platform,
-locations.
+locations, after_training.
 """

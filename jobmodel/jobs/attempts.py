@@ -18,15 +18,12 @@ for every job, and its entry follows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from ..capacity.chain import attempt_name, capacity_failure, ledger_job_of_attempt
-from ..capacity.plans import SPOT
-from ..contract.names import timestamp
 from ..contract.statuses import TERMINAL_STATUSES, Status
 from ..money.pricing import cost_usd
-from .held_end import after_held_end, hold, unexplained_batch_end
+from .batch_end_hold import after_held_end, hold, unexplained_batch_end
 from .queue_state import batch_created
 from .record import Change
 from .training_state import SAGEMAKER_GROUP
@@ -43,7 +40,6 @@ __all__ = [
     "start_change",
     "starting",
     "stop_pending_change",
-    "view_fields",
 ]
 
 # An observation's key (never written): the attempt it is about, when its reader knows.
@@ -114,7 +110,7 @@ def change_for(
     """The change an observation (SageMaker's or Batch's, in ledger terms) makes to a chained
     job (module docstring); a plain observation for an unchained one. ``hold_batch_end``
     (the job-events function): Batch's end of an attempt that nothing yet says why is held
-    (``jobmodel.jobs.held_end``), not taken as the job's end."""
+    (``jobmodel.jobs.batch_end_hold``), not taken as the job's end."""
     if not chained(job):
         return Change(observation=update)
     attempt = int(job.get("attempt") or 1)
@@ -310,48 +306,3 @@ def failed_start_change(job: Mapping[str, Any], reason: str, now_ms: int) -> Cha
     update = {"status": "Failed", "status_observed_ms": now_ms, "failure_reason": reason}
     entries = list(job.get("attempts") or [])
     return next_attempt(job, entries, update, None, reason)
-
-
-def view_fields(job: Mapping[str, Any]) -> dict[str, Any]:
-    """The contract's chain fields of a chained job (describe, list, status): its steps, the
-    current attempt (its kind as ``capacity`` and ``spot``) and every attempt with its cost."""
-    entries = []
-    for entry in job.get("attempts") or []:
-        shown = {
-            k: entry.get(k)
-            for k in (
-                "attempt",
-                "training_job_name",
-                "capacity",
-                "instance_type",
-                "instance_count",
-                "status",
-                "billable_seconds",
-                "cost_usd",
-            )
-        }
-        for key in ("started_ms", "ended_ms"):
-            if entry.get(key) is not None:
-                shown[key.replace("_ms", "_at")] = _iso(int(entry[key]))
-        if entry.get("attempt") == 1 and "started_at" not in shown and job.get("created_at"):
-            shown["started_at"] = job["created_at"]  # attempt 1 starts with the job
-        if entry.get("reason"):
-            shown["reason"] = entry["reason"]
-        entries.append(shown)
-    attempt = int(job.get("attempt") or 1)
-    kind = str(job["chain"][min(attempt, len(job["chain"])) - 1]["kind"])
-    return {
-        # the current attempt's kind, as the job's other top-level fields are the current
-        # attempt's: ``spot`` is true only while the job runs (or waits) on spot
-        "capacity": kind,
-        "spot": kind == SPOT,
-        "capacity_chain": [s["kind"] for s in job["chain"]],
-        "attempt": job.get("attempt"),
-        "attempts": entries,
-        "training_job_name": current_training_job(job),
-        "next_attempt_pending": bool(job.get("chain_pending")),
-    }
-
-
-def _iso(ms: int) -> str:
-    return timestamp(datetime.fromtimestamp(ms / 1000, tz=UTC))

@@ -23,8 +23,8 @@ from ftl_events.dependencies import Runtime
 from ftl_events.parse import Malformed, parse
 from ftl_events.publish import complete_effects
 from jobmodel.jobs import effects as E
+from jobmodel.jobs.batch_end_hold import held_end
 from jobmodel.jobs.effects import public_view
-from jobmodel.jobs.held_end import held_end
 
 # No level of its own: Lambda sets the root logger from the function's application log
 # level and writes every record as JSON with the request id (PlatformFunction).
@@ -64,7 +64,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
 
 def _newly_held(outcome: Outcome) -> bool:
     """This write held Batch's end of a chained attempt that nothing yet says why
-    (``jobmodel.jobs.held_end``): the launcher is asked to look."""
+    (``jobmodel.jobs.batch_end_hold``): the launcher is asked to look."""
     return held_end(outcome.after) and not held_end(outcome.before)
 
 

@@ -109,7 +109,8 @@ class Recorder:
         update = observation.update
 
         # A capacity chain's attempts (jobmodel.jobs.attempts); a plain observation otherwise.
-        # Batch's end of an attempt that nothing yet says why is held (``jobmodel.jobs.held_end``).
+        # Batch's end of an attempt that nothing yet says why is held
+        # (``jobmodel.jobs.batch_end_hold``).
         def change(current: JobRecord) -> Change:
             return change_for(current, update, hold_batch_end=True)
 

@@ -17,7 +17,7 @@ templates     ``caller_flow.CallerFlow.templates``             direct, HTTP
 whoami        ``caller_flow.CallerFlow.whoami``                direct, HTTP
 advance       ``chain_flow.ChainFlow.advance``                 chain (the job-events function)
 evaluate      ``evaluation_flow.EvaluationFlow.look``          chain (the job-events function)
-sweep         ``care_flow.CareFlow.sweep``                     sweep (a schedule)
+sweep         ``recovery_flow.RecoveryFlow.sweep``                     sweep (a schedule)
 ============  ===============================================  ==============================
 """
 
@@ -33,7 +33,6 @@ from ftl_trigger.backends import Backend, Backends
 from ftl_trigger.backends.host import StartRecorder
 from ftl_trigger.backends.queue.flow import QueueFlow
 from ftl_trigger.caller_flow import CallerFlow
-from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.dependencies import Runtime
 from ftl_trigger.evaluation_flow import EvaluationFlow
@@ -43,6 +42,7 @@ from ftl_trigger.models_flow import ModelsFlow
 from ftl_trigger.paging import Signer
 from ftl_trigger.quota_gate import QuotaGate
 from ftl_trigger.records import Clock, Effects, Records
+from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.remote import map_aws_error
 from ftl_trigger.submit_flow import SubmitFlow
 from ftl_trigger.views import JobViews
@@ -101,7 +101,7 @@ class Launcher:
             "whoami": _without_params(self.callers.whoami),
             "advance": _on_job(lambda name, _caller: self.chains.advance(name)),
             "evaluate": _on_job(lambda name, _caller: self.evaluations.look(name)),
-            "sweep": _without_params(lambda _caller: self.care.sweep()),
+            "sweep": _without_params(lambda _caller: self.recovery.sweep()),
             "models": _answer(self.models.models),
             "review": _answer(self.models.review),
         }
@@ -111,7 +111,7 @@ class Launcher:
         records, clock, backends = self.records, self.clock, self.backends
         self.quota_gate = QuotaGate(settings=runtime)
         self.chains = ChainFlow(settings=runtime, records=records, clock=clock, backends=backends)
-        self.care = CareFlow(
+        self.recovery = RecoveryFlow(
             ledger=self.ledger,
             records=records,
             effects=self.effects,
@@ -128,7 +128,7 @@ class Launcher:
             backends=backends,
             chains=self.chains,
             quotas=self.quota_gate,
-            care=self.care,
+            recovery=self.recovery,
         )
         self.jobs = JobFlow(
             settings=runtime,
@@ -139,7 +139,7 @@ class Launcher:
             views=self.views,
             backends=backends,
             chains=self.chains,
-            care=self.care,
+            recovery=self.recovery,
         )
         self.callers = CallerFlow(settings=runtime, usage=self.usage)
         self.evaluations = EvaluationFlow(
@@ -152,7 +152,7 @@ class Launcher:
         )
         self.effects.evaluate = self.evaluations.perform
         self.models = ModelsFlow(
-            settings=runtime, ledger=self.ledger, records=records, care=self.care
+            settings=runtime, ledger=self.ledger, records=records, recovery=self.recovery
         )
 
     def dispatch(self, call: Call) -> tuple[Any, bool]:

@@ -3,7 +3,7 @@
 :class:`JobFlow` is given the runtime's SageMaker client, templates and teams (``settings``),
 the ledger (listing), the records, the list token's signer, the clock, and the flows it calls:
 the job views, the backends (a job's refresh, stop and place, whichever mode it runs in), the
-capacity chains (a pending attempt started, a chain stopped between two attempts) and the care
+capacity chains (a pending attempt started, a chain stopped between two attempts) and the recovery
 flow (a stale claim resolved, owed end effects done).
 """
 
@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ftl_trigger.backends import Backends
-from ftl_trigger.backends.queue.look import QueueSpot
-from ftl_trigger.care_flow import CareFlow
+from ftl_trigger.backends.queue.places import QueueSpot
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.identity import Caller
 from ftl_trigger.paging import Signer
 from ftl_trigger.records import Clock, Records, ledger_call
+from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.views import JobViews
 from jobmodel import TERMINAL_STATUSES, NotFound, TemplateSpec, ValidationError
 from jobmodel.contract.errors import Conflict
@@ -53,7 +53,7 @@ class JobFlow:
         views: JobViews,
         backends: Backends,
         chains: ChainFlow,
-        care: CareFlow,
+        recovery: RecoveryFlow,
     ) -> None:
         self.settings = settings
         self.ledger = ledger
@@ -63,7 +63,7 @@ class JobFlow:
         self.views = views
         self.backends = backends
         self.chains = chains
-        self.care = care
+        self.recovery = recovery
 
     # -------------------------------------------------------------- describe
     def describe(self, name: str, caller: Caller) -> dict[str, Any]:
@@ -80,7 +80,7 @@ class JobFlow:
         if job is None or not caller.sees(job):
             # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
-        job = self.care.look_after(job)  # a stale claim resolved, owed end effects done
+        job = self.recovery.look_after(job)  # a stale claim resolved, owed end effects done
         if advance and job.get("chain_pending") and job["status"] not in TERMINAL_STATUSES:
             job = self.chains.advance_pending(job)  # a chain's next attempt not started yet
         if job["status"] in TERMINAL_STATUSES or job["status"] == Status.SUBMITTING:
@@ -139,7 +139,7 @@ class JobFlow:
         token = ledger_call(self.signer.sign, caller.scope, index, last) if last else None
         # A stale claim on the page is looked for, and owed end effects done (a failed look
         # leaves the job as listed).
-        items = [self.care.look_after_quietly(i) if _needs_look(i) else i for i in items]
+        items = [self.recovery.look_after_quietly(i) if _needs_look(i) else i for i in items]
         positions = self.backends.chosen.positions(items)
         result: dict[str, Any] = {
             "jobs": [

@@ -32,8 +32,8 @@ from jobmodel.teams import TeamsConfig
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
-    from ftl_trigger.care_flow import CareFlow
     from ftl_trigger.identity import Caller
+    from ftl_trigger.recovery_flow import RecoveryFlow
 
 __all__ = ["ModelsFlow", "ModelsSettings"]
 
@@ -55,12 +55,12 @@ class ModelsFlow:
     """The ``models`` and ``review`` actions."""
 
     def __init__(
-        self, *, settings: ModelsSettings, ledger: Ledger, records: Records, care: CareFlow
+        self, *, settings: ModelsSettings, ledger: Ledger, records: Records, recovery: RecoveryFlow
     ) -> None:
         self.settings = settings
         self.ledger = ledger
         self.records = records
-        self.care = care
+        self.recovery = recovery
 
     def _deployed(self) -> ModelsSettings:
         if not self.settings.model_registry:
@@ -160,7 +160,7 @@ def review(
     job = ledger_call(flow.ledger.get_job, name)
     if job is None or not caller.sees(job):
         raise NotFound(f"no job named {name} was started by this platform", field="job_name")
-    job = flow.care.look_after(job)  # a registration still owed is made first
+    job = flow.recovery.look_after(job)  # a registration still owed is made first
     arn = job.get("model_package_arn")
     if not arn:
         raise Conflict(

@@ -7,7 +7,7 @@ from the scheduler configuration. Everything before it is the same.
 :class:`SubmitFlow` is given the runtime's templates, platform, scheduler, prices, team roles
 and name randomness (``settings``), the ledger (tokens and claims), the records, the team's
 usage, the clock, and the parts of the launcher a submit calls: the job views, the backends,
-the capacity chains, the quota gate and the care flow (a replay looks after its job).
+the capacity chains, the quota gate and the recovery flow (a replay looks after its job).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from ftl_ledger.job_codec import to_record
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backends import Backends
-from ftl_trigger.care_flow import CareFlow
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.errors import Conflict, Throttled, UpstreamError
 from ftl_trigger.identity import Caller
 from ftl_trigger.quota_gate import QuotaGate
 from ftl_trigger.records import Clock, Records, ledger_call
+from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.views import JobViews
 from jobmodel import (
     ValidationError,
@@ -87,7 +87,7 @@ class SubmitFlow:
         backends: Backends,
         chains: ChainFlow,
         quotas: QuotaGate,
-        care: CareFlow,
+        recovery: RecoveryFlow,
     ) -> None:
         self.settings = settings
         self.ledger = ledger
@@ -98,7 +98,7 @@ class SubmitFlow:
         self.backends = backends
         self.chains = chains
         self.quotas = quotas
-        self.care = care
+        self.recovery = recovery
 
     # ---------------------------------------------------------------- submit
     def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict[str, Any], bool]:
@@ -319,7 +319,7 @@ class SubmitFlow:
                     f"ledger has token {token['client_token']} but not job {token['job_name']}"
                 )
             if job["status"] != SUBMITTING:
-                return self.views.view(self.care.look_after(job))  # owed end effects done
+                return self.views.view(self.recovery.look_after(job))  # owed end effects done
             if time.monotonic() >= deadline:
                 break
             time.sleep(delay)
@@ -327,7 +327,7 @@ class SubmitFlow:
         if CL.claim_age_s(job, self.clock.now()) >= CL.REPLAY_START_S:
             # Too late to start it (a stale claim ends at the bound, jobmodel.jobs.claims): look
             # for it by name as describe does.
-            return self.views.view(self.care.look_after(job))
+            return self.views.view(self.recovery.look_after(job))
         # The first request stopped between its ledger write and SageMaker's (or Batch's)
         # answer, or is slow: finish its work with the very same rendered request and job name.
         return self._start(job, json.loads(job["rendered"]))

@@ -175,7 +175,7 @@ def test_describe_queued_job_and_its_position(stubbed):
     )
     out = batch.describe(client, "j-1")
     assert out["status"] == "Queued" and "queue_position" not in out
-    # The position: one snapshot, read once per request (ftl_trigger.backends.queue.look).
+    # The position: one snapshot, read once per request (ftl_trigger.backends.queue.places).
     assert batch.positions_of(batch.queue_order(client, QUEUE) or [])[JOB_ARN] == 2
     assert out["queue_reason"] == "waiting for capacity" and out["batch_job_id"] == "j-1"
 

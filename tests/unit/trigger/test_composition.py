@@ -64,7 +64,7 @@ def test_the_launcher_and_its_flows_are_composed_not_mixed(launcher):
         built.callers,
         built.queue,
         built.chains,
-        built.care,
+        built.recovery,
         built.quota_gate,
         built.views,
         built.records,

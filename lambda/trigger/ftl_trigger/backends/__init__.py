@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from ftl_trigger.backends.queue.look import QueueSpot
+from ftl_trigger.backends.queue.places import QueueSpot
 from ftl_trigger.identity import Caller
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.errors import JobModelError, UpstreamError

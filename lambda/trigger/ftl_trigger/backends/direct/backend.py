@@ -23,7 +23,7 @@ from jobmodel.jobs.training_state import from_training_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_trigger.backends import Host
-    from ftl_trigger.backends.queue.look import QueueSpot
+    from ftl_trigger.backends.queue.places import QueueSpot
     from ftl_trigger.identity import Caller
 
 __all__ = ["DirectBackend", "start_job"]

@@ -28,7 +28,7 @@ from jobmodel.jobs.record import Change
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_trigger.backends import Host
-    from ftl_trigger.backends.queue.look import QueueSpot
+    from ftl_trigger.backends.queue.places import QueueSpot
     from ftl_trigger.identity import Caller
 
 __all__ = ["QueueBackend", "epoch_ms", "is_queued_job"]
@@ -97,8 +97,8 @@ class QueueBackend:
 
     def catch_up(self, job: dict[str, Any]) -> dict[str, Any]:
         """A live chained job with no attempt pending: Batch's end of its attempt may be held
-        (``jobmodel.jobs.held_end``), so DescribeServiceJob and DescribeTrainingJob say whether
-        it ended for want of capacity (the next attempt then starts) or ends the job."""
+        (``jobmodel.jobs.batch_end_hold``), so DescribeServiceJob and DescribeTrainingJob say
+        whether it ended for want of capacity (the next attempt then starts) or ends the job."""
         if job["status"] in TERMINAL_STATUSES or not A.chained(job) or job.get("chain_pending"):
             return job
         looked: dict[str, Any] = self.host.queue.refresh_queued(job)[0]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger.backends.queue import service_jobs
 from ftl_trigger.backends.queue.backend import epoch_ms
-from ftl_trigger.backends.queue.look import QueueLook, QueueSettings, QueueSpot
+from ftl_trigger.backends.queue.places import QueueLook, QueueSettings, QueueSpot
 from ftl_trigger.identity import Caller
 from ftl_trigger.records import Clock, Records
 from ftl_trigger.remote import describe_training_job

@@ -171,10 +171,10 @@ def find_by_name(client: Any, job_queue: str, job_name: str) -> dict[str, str] |
 
 def describe(client: Any, job_id: str, *, observed_ms: int | None = None) -> dict[str, Any]:
     """Ledger-shaped state of a service job (a waiting job's place in the queue is
-    ``queue_order``'s, read once per request: ``ftl_trigger.backends.queue.look``). ``observed_ms``:
-    when it was asked (default: the job's latest timestamp). Batch changes a waiting job's reason
-    without a new timestamp or event, so only an observation stamped with the time it was
-    made can replace an older reason in the ledger."""
+    ``queue_order``'s, read once per request: ``ftl_trigger.backends.queue.places``).
+    ``observed_ms``: when it was asked (default: the job's latest timestamp). Batch changes a
+    waiting job's reason without a new timestamp or event, so only an observation stamped with
+    the time it was made can replace an older reason in the ledger."""
     try:
         job = client.describe_service_job(jobId=job_id)
     except ClientError as exc:

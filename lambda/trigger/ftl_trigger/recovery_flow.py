@@ -4,7 +4,7 @@
   or the Batch queue): found, its start is recorded; not found once the claim is
   ``jobmodel.jobs.claims.CLAIM_BOUND_S`` old, it is ended as ``FailedToStart`` (usage given back
   once and token freed, by the one writer). Describe, stop, list, a replay of the token and
-  the sweep all look this way (:meth:`CareFlow.recover_submitting`).
+  the sweep all look this way (:meth:`RecoveryFlow.recover_submitting`).
 * A job that owes end effects (``jobmodel.jobs.effects``: the announcement, the model
   registry's version) or job notices (``jobmodel.jobs.notifications``: started, a chain's
   next step) has them done by whichever of those holds the record next (``records.Effects``);
@@ -12,7 +12,7 @@
 * The ``sweep`` action (door ``sweep``: an EventBridge schedule) reads the ledger's sparse
   index of jobs that need either (``names.CARE_INDEX``) and does both.
 
-:class:`CareFlow` is given the ledger (its care index), the records, the end effects, the
+:class:`RecoveryFlow` is given the ledger (its care index), the records, the end effects, the
 backends (a claim is looked for in the one it was claimed for) and the clock.
 """
 
@@ -41,7 +41,7 @@ SWEEP_LIMIT = 200
 SWEEP_PAGE = 50
 
 
-class CareFlow:
+class RecoveryFlow:
     def __init__(
         self,
         *,
