@@ -472,8 +472,9 @@ class Soak:
 
     def _check_evaluations(self, jobs: dict[str, dict[str, Any]]) -> None:
         """Issue 36: every Completed job that recorded an evaluation policy has exactly one
-        evaluation job (``<job>-eval``, kind ``evaluation``), and once that one ended, its
-        results (a verdict) are on the evaluated job."""
+        evaluation job (``<job>-eval``, kind ``evaluation``), or a refusal by its team's
+        limits recorded on it, and once that one ended, its results (a verdict) are on the
+        evaluated job."""
         r = self.result
         evals = {n: j for n, j in jobs.items() if j.get("kind") == "evaluation"}
         r.evaluations = len(evals)
@@ -482,6 +483,8 @@ class Soak:
                 continue
             r.evaluated += 1
             mine = [e for e in evals.values() if e.get("evaluation_of") == name]
+            if not mine and (job.get("evaluation") or {}).get("status") == "Refused":
+                continue  # a team limit refused it: recorded on the job, an answer (not lost)
             if len(mine) != 1:
                 r.lost_evaluations += 1
                 r.problems.append(f"{name} Completed with {len(mine)} evaluation jobs")
