@@ -298,8 +298,14 @@ def test_the_trigger_queues_the_third_job_and_starts_it_when_one_ends(deployed, 
     def call(event):
         return _invoked(lam, trigger, event)
 
+    # Evaluation jobs that earlier tests' Completed jobs queued (issue 36) are taken off the
+    # queue first: this test is the queue's contract for the three jobs below.
+    for job in list(standin.jobs.values()):
+        if job.queue.name == QUEUE_NAME and job.name.endswith("-eval"):
+            standin.terminate(job.job_id, "the test's own queue")
+    queue.pump.drain()
     jobs = [
-        call({"template": "bert-large-qa", "job_name": f"fair-{i}", "instance_count": 2})
+        call({"template": "albert-mlm-pretrain", "job_name": f"fair-{i}", "instance_count": 2})
         for i in (1, 2, 3)
     ]
     assert [j["status"] for j in jobs] == ["Queued"] * 3  # the submit's answer (docs/API.md)
