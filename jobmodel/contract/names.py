@@ -15,11 +15,15 @@ from datetime import datetime
 __all__ = [
     "ADMIN_ALIAS",
     "ENV_EVALUATION",
+    "SWEEP",
+    "SWEEP_KIND",
+    "SWEEP_TRIALS",
     "EVALUATION",
     "EVALUATION_KIND",
     "EVALUATION_OF",
     "EVALUATION_POLICY",
     "EVALUATE_EFFECT",
+    "INSTANCES_HELD",
     "JOB_KIND",
     "BATCH_TRAINING_JOB_PREFIX",
     "CARE_INDEX",
@@ -239,3 +243,11 @@ EVALUATION = "evaluation"
 # The evaluated job's end effect that starts its evaluation (``jobs.effects``): a job that owes
 # it is registered with ModelMetrics naming the evaluation's metrics JSON.
 EVALUATE_EFFECT = "evaluate"
+# Sweeps (issue 37): a sweep's record has ``kind`` = ``sweep``; its tuning job has the job's
+# name. ``sweep`` holds its definition and progress (describe and list show it),
+# ``sweep_trials`` each trial's status, objective and charged cost, and ``instances_held``
+# the instances its claim holds of the team's quota (its parallel trials' instances).
+SWEEP_KIND = "sweep"
+SWEEP = "sweep"
+SWEEP_TRIALS = "sweep_trials"
+INSTANCES_HELD = "instances_held"

@@ -94,6 +94,9 @@ def _completed_with_policy(job: Mapping[str, Any], status: str | None) -> bool:
     return status == Status.COMPLETED and bool(job.get(names.EVALUATION_POLICY))
 
 
+# The records whose end is a job's: a training job (no kind) and a sweep (issue 37: one
+# announcement, version and evaluation for the whole sweep, none per trial).
+_JOBS = (None, names.SWEEP_KIND)
 # Every consequence, in the order each family's are done.
 CONSEQUENCES: tuple[Consequence, ...] = (
     Consequence(
@@ -107,14 +110,16 @@ CONSEQUENCES: tuple[Consequence, ...] = (
         N.EVALUATED, NOTICE, "the write that gives the job's evaluation its verdict",
         "<job>/evaluated", "notice",
     ),
-    Consequence(ANNOUNCE, END, "the write that ends the job", "<job>/announce", "announce"),
     Consequence(
-        REGISTER, END, "the write that ends the job (a version only when Completed)",
-        "<job>/register", "register",
+        ANNOUNCE, END, "the write that ends the job", "<job>/announce", "announce", kinds=_JOBS,
+    ),
+    Consequence(
+        REGISTER, END, "the write that ends the job (a version only when Completed; a "
+        "sweep's: its best trial's)", "<job>/register", "register", kinds=_JOBS,
     ),
     Consequence(
         EVALUATE, END, "the write that ends the job Completed, with an evaluation policy",
-        "<job>/evaluate", "evaluate", when=_completed_with_policy,
+        "<job>/evaluate", "evaluate", kinds=_JOBS, when=_completed_with_policy,
     ),
     Consequence(
         RESULTS, END, "the write that ends an evaluation job", "<evaluated job>/evaluated",

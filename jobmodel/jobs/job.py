@@ -138,6 +138,12 @@ class Job:
     evaluation_of: str | None = shown(described=True)
     evaluation_policy: str | None = shown()
     evaluation: Mapping[str, Any] | None = shown(described=True)
+    # sweeps (issue 37; ``contract.names``): the sweep's definition and progress, its trials,
+    # the instances its claim holds (its parallel trials'; a job holds its instance count)
+    sweep: Mapping[str, Any] | None = shown(described=True)
+    sweep_trials: Mapping[str, Any] | None = shown()
+    instances_held: int | None = shown()
+    tuning_request: str | None = shown()  # the CreateHyperParameterTuningJob request, JSON
     # queue mode
     batch_job_id: str | None = shown(public=True, notified=True)
     batch_job_arn: str | None = shown()

@@ -18,7 +18,7 @@ from ..after_training.tracking_job import run_view
 from ..capacity.chain import attempt_name
 from ..capacity.plans import SPOT
 from ..capacity.scheduler import share_of
-from ..contract.names import timestamp
+from ..contract.names import SWEEP_KIND, timestamp
 from ..contract.statuses import Status
 from ..money.pricing import cost_usd
 from .job import DESCRIBE_FIELDS, Attempt, Job
@@ -86,7 +86,7 @@ def job_view(
         "checkpoint_s3_uri": job.checkpoint_s3_uri,
         "output_s3_uri": job.output_s3_uri,
         # The current attempt's training job (a chain's later attempts are <job>-a<n>).
-        "console_url": console_base + current_training_job(job),
+        "console_url": _console(job, console_base),
         "team": job.team,
         "estimated_max_cost_usd": job.estimated_max_cost_usd,
     }
@@ -111,10 +111,19 @@ def job_view(
     return view
 
 
+def _console(job: Job, console_base: str) -> str:
+    """The console page of the job's training job, or of a sweep's tuning job."""
+    if job.kind == SWEEP_KIND:
+        return console_base.replace("#/jobs/", "#/hyper-tuning-jobs/") + str(job.job_name)
+    return console_base + current_training_job(job)
+
+
 def _cost(job: Job) -> dict[str, Any]:
     """``cost_usd`` once billable seconds are known; null with a reason if unpriced."""
     if job.billable_seconds is None:
         return {}
+    if job.kind == SWEEP_KIND:  # its trials, charged as each ended (``prior_cost_usd``)
+        return {"cost_usd": job.cost_usd if job.cost_usd is not None else job.prior_cost_usd}
     cost = job.cost_usd
     if cost is None:
         cost = cost_usd(job.price_usd_per_hour, int(job.instance_count), job.billable_seconds)

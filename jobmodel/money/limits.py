@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from ..contract.errors import QuotaExceeded
+from ..contract.names import JOB_KIND, SWEEP_KIND
 from ..contract.statuses import TERMINAL_STATUSES
 from ..teams import TeamLimits
 from .pricing import cost_usd
@@ -178,11 +179,17 @@ def settle(before: Mapping[str, Any], after: Mapping[str, Any]) -> Settlement:
     price = after.get("price_usd_per_hour")
     count = int(after.get("instance_count") or 1)
     cost = cost_usd(None if price is None else float(price), count, after.get("billable_seconds"))
+    prior = float(after.get("prior_cost_usd") or 0)
+    if after.get(JOB_KIND) == SWEEP_KIND:
+        # A sweep's trials are charged as each ends (``prior_cost_usd``, their sum): its cost
+        # is that sum, and what this write settles the trials it charges.
+        cost = round(prior - float(before.get("prior_cost_usd") or 0), 4)
+        prior -= cost
     changes: dict[str, Any] = {}
     late = False
     # A chained job's earlier attempts were charged as each ended (``prior_cost_usd``): the
     # job's cost is theirs plus this attempt's; the usage settles this attempt's.
-    total = None if cost is None else round(float(after.get("prior_cost_usd") or 0) + cost, 4)
+    total = None if cost is None else round(prior + cost, 4)
     if total is not None and before.get("cost_usd") != total:
         changes["cost_usd"] = total
         late = before.get("status") in TERMINAL_STATUSES

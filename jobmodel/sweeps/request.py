@@ -3,6 +3,8 @@ strategy and limits, validated like a submit (``ValidationError`` naming field a
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +13,7 @@ from ..contract.errors import ValidationError
 from ..templates.spec import TemplateSpec
 
 __all__ = [
+    "SWEEP_FIELDS",
     "ParameterRange",
     "SweepRequest",
     "check_worst_case",
@@ -24,6 +27,21 @@ DIRECTIONS = ("Maximize", "Minimize")
 EARLY_STOPPING = ("Off", "Auto")
 MAX_TRIALS = 750  # CreateHyperParameterTuningJob: MaxNumberOfTrainingJobs
 MAX_PARALLEL = 100  # MaxParallelTrainingJobs
+MAX_RANGES = 30  # ParameterRanges: at most 30 ranged hyperparameters in all
+MAX_VALUES = 30  # CategoricalParameterRange.Values
+MAX_VALUE_CHARS = 256  # ParameterValue
+# The fields a sweep adds to a submit's (the rest of the payload is validated as a submit's).
+SWEEP_FIELDS = (
+    "ranges",
+    "objective",
+    "direction",
+    "strategy",
+    "max_trials",
+    "max_parallel",
+    "early_stopping",
+    "cap_usd",
+    "target",
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +55,11 @@ class ParameterRange:
     high: float | None = None
     scale: str = "Auto"
     values: tuple[Any, ...] = ()
+
+    @property
+    def combinations(self) -> int:
+        """How many values a grid takes of it (categorical only)."""
+        return len(self.values)
 
 
 @dataclass(frozen=True)
@@ -54,6 +77,11 @@ class SweepRequest:
     cap_usd: float
     instance_type: str
     instance_count: int
+    target: float | None = None
+
+    @property
+    def ranged(self) -> frozenset[str]:
+        return frozenset(r.name for r in self.ranges)
 
 
 def _int(field: str, value: Any, low: int, high: int) -> int:
@@ -77,9 +105,17 @@ def _range(spec: TemplateSpec, name: Any, raw: Any) -> ParameterRange:
         raise ValidationError(field, f"{field} must be an object")
     if "values" in raw:
         values = raw["values"]
-        if not isinstance(values, list) or not values:
-            raise ValidationError(field, f"{field}.values must be a non-empty list")
+        if not isinstance(values, list) or not values or len(values) > MAX_VALUES:
+            raise ValidationError(
+                field, f"{field}.values must be a list of 1 to {MAX_VALUES} values"
+            )
+        if len({json.dumps(v) for v in values}) != len(values):
+            raise ValidationError(field, f"{field}.values must be distinct")
         for value in values:
+            if len(json.dumps(value)) > MAX_VALUE_CHARS:
+                raise ValidationError(
+                    field, f"each value must be at most {MAX_VALUE_CHARS} characters as JSON"
+                )
             violation = rule.violation(value)
             if violation is not None:
                 raise ValidationError(field, f"value {value!r} {violation}")
@@ -97,9 +133,13 @@ def _range(spec: TemplateSpec, name: Any, raw: Any) -> ParameterRange:
     if low >= high:
         raise ValidationError(field, f"{field}.min must be below max")
     scale = _choice(f"{field}.scale", raw.get("scale", "Auto"), SCALES)
-    if scale != "Linear" and scale != "Auto" and low <= 0:
-        raise ValidationError(field, f"a {scale} scale needs min > 0")
     kind = "integer" if rule.type == "int" else "continuous"
+    if scale == "Logarithmic" and low <= 0:
+        raise ValidationError(field, "a Logarithmic scale needs min > 0")
+    if scale == "ReverseLogarithmic" and (kind != "continuous" or low < 0 or high >= 1):
+        raise ValidationError(
+            field, "a ReverseLogarithmic scale needs a float range with 0 <= min and max < 1"
+        )
     return ParameterRange(str(name), kind, low, high, scale)
 
 
@@ -108,14 +148,32 @@ def parse_sweep(spec: TemplateSpec, payload: Mapping[str, Any]) -> SweepRequest:
     raw_ranges = payload.get("ranges")
     if not isinstance(raw_ranges, Mapping) or not raw_ranges:
         raise ValidationError("ranges", "ranges must be a non-empty object")
+    if len(raw_ranges) > MAX_RANGES:
+        raise ValidationError("ranges", f"ranges must name at most {MAX_RANGES} hyperparameters")
     ranges = tuple(_range(spec, k, v) for k, v in sorted(raw_ranges.items(), key=str))
+    fixed = payload.get("hyperparameters")
+    if isinstance(fixed, Mapping):
+        both = sorted(set(fixed) & {r.name for r in ranges})
+        if both:
+            raise ValidationError(
+                "hyperparameters", f"{', '.join(both)} is ranged: give it in ranges only"
+            )
     strategy = _choice("strategy", payload.get("strategy", "Bayesian"), STRATEGIES)
-    if strategy == "Grid" and any(r.kind == "continuous" for r in ranges):
-        raise ValidationError("strategy", "Grid takes no continuous range")
+    grid = 0
+    if strategy == "Grid":
+        if any(r.kind != "categorical" for r in ranges):
+            raise ValidationError("strategy", "Grid takes only categorical ranges (values)")
+        grid = math.prod(r.combinations for r in ranges)
+        if grid > MAX_TRIALS:
+            raise ValidationError("ranges", f"a grid of {grid} combinations exceeds {MAX_TRIALS}")
+        if payload.get("max_trials", grid) != grid:
+            raise ValidationError(
+                "max_trials", f"Grid runs every combination: omit max_trials or give {grid}"
+            )
     early = _choice("early_stopping", payload.get("early_stopping", "Off"), EARLY_STOPPING)
     if strategy == "Hyperband" and early != "Off":
         raise ValidationError("early_stopping", "Hyperband stops trials itself: use Off")
-    trials = _int("max_trials", payload.get("max_trials"), 1, MAX_TRIALS)
+    trials = _int("max_trials", payload.get("max_trials", grid or None), 1, MAX_TRIALS)
     parallel = _int("max_parallel", payload.get("max_parallel", 1), 1, MAX_PARALLEL)
     if parallel > trials:
         raise ValidationError("max_parallel", "max_parallel must not exceed max_trials")
@@ -135,6 +193,13 @@ def parse_sweep(spec: TemplateSpec, payload: Mapping[str, Any]) -> SweepRequest:
     if objective not in spec.metrics:
         raise ValidationError("objective", "objective must name one of the template's metrics")
     direction = _choice("direction", payload.get("direction", "Minimize"), DIRECTIONS)
+    target = payload.get("target")
+    if target is not None and (
+        isinstance(target, bool)
+        or not isinstance(target, (int, float))
+        or not math.isfinite(target)
+    ):
+        raise ValidationError("target", "target must be a finite number")
     return SweepRequest(
         spec.name,
         ranges,
@@ -147,6 +212,7 @@ def parse_sweep(spec: TemplateSpec, payload: Mapping[str, Any]) -> SweepRequest:
         float(cap),
         str(itype),
         count,
+        None if target is None else float(target),
     )
 
 

@@ -198,3 +198,14 @@ def test_label_mappings():
     assert names == ["0", "1"] and mapping == {"1": 0, "5": 1}
     with pytest.raises(HyperparameterError):
         parse_label_mapping(json.dumps({"a": 1, "b": "x"}))
+
+
+def test_a_tuner_trials_objective_hyperparameter_is_ignored():
+    """SageMaker's tuner adds ``_tuning_objective_metric`` to a sweep's trials (issue 37): the
+    toolkit passes it as an argument and in ``SM_HPS``; a trial must not fail on it."""
+    hps = {"task": "qa", "learning_rate": 3e-5, "_tuning_objective_metric": "eval_f1"}
+    hp = parse(
+        ["--task", "qa", "--_tuning_objective_metric", "eval_f1"],
+        environ={"SM_HPS": json.dumps(hps)},
+    )
+    assert hp.ignored == ("_tuning_objective_metric",) and hp.learning_rate == 3e-5

@@ -36,7 +36,9 @@ class HyperparameterError(ValueError):
 
 # Passed by the SageMaker SDK / toolkit / launchers; never ours to interpret.
 IGNORED_PREFIXES = ("sagemaker_",)
-IGNORED_NAMES = frozenset({"mp_parameters", "local_rank", "local-rank"})
+# ``_tuning_objective_metric``: what SageMaker's tuner adds to each trial's hyperparameters (a
+# sweep's trial, issue 37); the toolkit passes it on as ``--_tuning_objective_metric``.
+IGNORED_NAMES = frozenset({"mp_parameters", "local_rank", "local-rank", "_tuning_objective_metric"})
 
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off"}

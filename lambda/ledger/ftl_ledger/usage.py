@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from ftl_ledger.ledger import Ledger
+from jobmodel.contract import names
 from jobmodel.money import limits as Q
 
 
@@ -39,7 +40,8 @@ class TeamUsage:
             self.ledger.table,
             job["team"],
             self.roll(job["team"]),
-            count=int(job["instance_count"]),
+            # A sweep holds its parallel trials' instances (``instances_held``).
+            count=int(job.get(names.INSTANCES_HELD) or job["instance_count"]),
             estimate=job.get("estimated_max_cost_usd"),
             cost=cost,
         )

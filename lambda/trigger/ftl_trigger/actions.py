@@ -17,7 +17,9 @@ templates     ``caller_flow.CallerFlow.templates``             direct, HTTP
 whoami        ``caller_flow.CallerFlow.whoami``                direct, HTTP
 advance       ``chain_flow.ChainFlow.advance``                 chain (the job-events function)
 evaluate      ``evaluation_flow.EvaluationFlow.look``          chain (the job-events function)
-sweep         ``recovery_flow.RecoveryFlow.sweep``                     sweep (a schedule)
+sweep         ``sweep_flow.SweepFlow.sweep``                   direct, HTTP
+refresh       ``sweep_flow.SweepFlow.refresh``                 chain (the job-events function)
+recover       ``recovery_flow.RecoveryFlow.sweep``             sweep (a schedule)
 ============  ===============================================  ==============================
 """
 
@@ -45,6 +47,7 @@ from ftl_trigger.records import Clock, Effects, Records
 from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.remote import map_aws_error
 from ftl_trigger.submit_flow import SubmitFlow
+from ftl_trigger.sweep_flow import SweepFlow
 from ftl_trigger.views import JobViews
 from jobmodel.contract.errors import ValidationError
 from jobmodel.jobs.claims import SUBMIT_GRACE_S
@@ -54,7 +57,7 @@ __all__ = ["INTERNAL_ACTIONS", "SUBMIT_GRACE_S", "Handler", "Launcher", "map_aws
 
 _WRITE_ATTEMPTS = 3  # conditional writes of one change before leaving the job as it is
 # The actions only the platform's own doors call (adapters: the chain and sweep aliases).
-INTERNAL_ACTIONS = ("advance", "evaluate", "sweep")
+INTERNAL_ACTIONS = ("advance", "evaluate", "refresh", "recover")
 
 # One action: its parameters and the caller in; the contract object and whether a new job
 # was created out.
@@ -94,6 +97,7 @@ class Launcher:
         self._compose(runtime)
         self.handlers: dict[str, Handler] = {
             "submit": self.submits.submit,
+            "sweep": self.sweeps.sweep,
             "describe": _on_job(self.jobs.describe),
             "stop": _on_job(self.jobs.stop),
             "list": _answer(self.jobs.list_jobs),
@@ -101,7 +105,8 @@ class Launcher:
             "whoami": _without_params(self.callers.whoami),
             "advance": _on_job(lambda name, _caller: self.chains.advance(name)),
             "evaluate": _on_job(lambda name, _caller: self.evaluations.look(name)),
-            "sweep": _without_params(lambda _caller: self.recovery.sweep()),
+            "refresh": _on_job(self.sweeps.refresh),
+            "recover": _without_params(lambda _caller: self.recovery.sweep()),
             "models": _answer(self.models.models),
             "review": _answer(self.models.review),
         }
@@ -151,6 +156,16 @@ class Launcher:
             backends=backends,
         )
         self.effects.evaluate = self.evaluations.perform
+        self.sweeps = SweepFlow(
+            settings=runtime,
+            ledger=self.ledger,
+            records=records,
+            usage=self.usage,
+            clock=clock,
+            views=self.views,
+            backends=backends,
+            jobs=self.jobs,
+        )
         self.models = ModelsFlow(
             settings=runtime, ledger=self.ledger, records=records, recovery=self.recovery
         )

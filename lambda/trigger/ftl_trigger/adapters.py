@@ -75,7 +75,7 @@ def parse(event: Any, context: Any, teams: TeamsConfig | None = None) -> Call:
 
 
 # What the job-events function may ask of the trigger through the ``chain`` alias.
-CHAIN_ACTIONS = ("advance", "evaluate")
+CHAIN_ACTIONS = ("advance", "evaluate", "refresh")
 
 
 def _parse_chain(event: Any, teams: TeamsConfig) -> Call:
@@ -84,7 +84,7 @@ def _parse_chain(event: Any, teams: TeamsConfig) -> Call:
     (``"evaluate"``, issue 36); IAM lets only it invoke the alias."""
     if not isinstance(event, dict) or event.get("action") not in CHAIN_ACTIONS:
         raise ValidationError(
-            "action", "the chain alias takes only the advance and evaluate actions"
+            "action", "the chain alias takes only the advance, evaluate and refresh actions"
         )
     params = {k: v for k, v in event.items() if k != "action"}
     caller = Caller(principal="capacity chain", admin=teams.enabled, teams_mode=teams.enabled)
@@ -97,7 +97,9 @@ def _parse_sweep(event: Any, teams: TeamsConfig) -> Call:
     if not isinstance(event, dict) or event != {"action": "sweep"}:
         raise ValidationError("action", "the sweep alias takes only the sweep action")
     caller = Caller(principal="sweep", admin=teams.enabled, teams_mode=teams.enabled)
-    return Call(action="sweep", params={}, caller=caller)
+    # The schedule's word is ``sweep``; the action it runs is the recovery's (``recover``), not
+    # the public ``sweep`` (a hyperparameter sweep, issue 37).
+    return Call(action="recover", params={}, caller=caller)
 
 
 def _parse_direct(event: Any, caller: Caller) -> Call:

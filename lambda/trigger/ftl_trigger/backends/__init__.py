@@ -14,7 +14,8 @@ way to obtain capacity is another module with a class of this shape and one entr
 
 A backend's writes go through the launcher's one writer (``ftl_ledger.writer``), reached
 through the :class:`Host` the backend is given (``host.StartRecorder``). :class:`Backends`
-holds the chosen backend and finds the one a job was claimed for.
+holds the chosen backend and finds the one a job was claimed for; a sweep (issue 37) is the
+tuner's (``tuner/``) whichever backend the platform chose.
 """
 
 from __future__ import annotations
@@ -108,11 +109,17 @@ class Backends:
     the platform changed its scheduler, the one that owns a job."""
 
     def __init__(self, *, host: Host, scheduler: SchedulerConfig) -> None:
+        from ftl_trigger.backends.tuner.backend import TunerBackend
+
         self.host = host
         self.chosen = choose(host, scheduler)
+        # A sweep's trials are SageMaker's tuner's in either mode (issue 37).
+        self.tuner: Backend = TunerBackend(host)
 
     def of(self, job: dict[str, Any]) -> Backend:
-        """The backend a claimed job was claimed for."""
+        """The backend a claimed job was claimed for (a sweep: the tuner's)."""
+        if self.tuner.owns(job):
+            return self.tuner
         if self.chosen.owns(job):
             return self.chosen
         for kind in BACKENDS.values():
