@@ -56,6 +56,9 @@ def tuner_layer(app: Any, standin: TunerStandIn) -> Any:
         if method is None or signed is None or signed[0] != "sagemaker":
             return app(environ, start_response)
         raw, body = read_json(environ)
+        if not isinstance(body, dict):
+            out = {"__type": "ValidationException", "Message": "the body must be a JSON object"}
+            return answer(start_response, out, error=True)
         if not _mine(standin, method, body):
             environ["wsgi.input"] = Replay(raw)  # not one of the stand-in's: passed on
             return app(environ, start_response)
