@@ -207,9 +207,10 @@ def _call(standin: BatchStandIn, operation: str, body: dict[str, Any]) -> dict[s
 
 class BatchSandbox(Sandbox):
     """The moto sandbox with the Batch service-job stand-in, the Price List API's stand-in
-    (``sandbox/pricing.py``), Service Quotas' (``sandbox/service_quotas.py``) and SageMaker's
-    capacity stand-in (``sandbox/capacity_api.py``, off until ``capacity.enable``) on the same
-    endpoint, and moto's CloudFormation able to deploy the queue's Batch resources
+    (``sandbox/pricing.py``), Service Quotas' (``sandbox/service_quotas.py``), SageMaker's
+    capacity stand-in (``sandbox/capacity_api.py``, off until ``capacity.enable``) and
+    SageMaker's automatic model tuning (``self.tuner``, ``sandbox/tuner.py``, always on) on
+    the same endpoint, and moto's CloudFormation able to deploy the queue's Batch resources
     (``sandbox/batch_cfn.py``)."""
 
     def __init__(self, port: int | None = None, *, standin: BatchStandIn | None = None) -> None:
@@ -223,8 +224,13 @@ class BatchSandbox(Sandbox):
 
         self.quotas = ServiceQuotasStandIn()  # ListServiceQuotas (sandbox/service_quotas.py)
         self.capacity = CapacityLayer()  # SageMaker's capacity rules (sandbox/capacity.py)
+        from sandbox.tuner import TunerStandIn
+        from sandbox.tuner_api import tuner_layer
+
+        self.tuner = TunerStandIn()  # hyperparameter tuning jobs (sandbox/tuner.py)
         server = self._server
         batch, pricing, quotas, capacity = self.batch, self.pricing, self.quotas, self.capacity
+        tuner = self.tuner
 
         def entry() -> None:  # ThreadedMotoServer._server_entry, with the Batch layer
             from moto.moto_server.werkzeug_app import (
@@ -237,6 +243,7 @@ class BatchSandbox(Sandbox):
             moto_app = DomainDispatcherApplication(create_backend_app)
             app = pricing_layer(wsgi_layer(moto_app, batch), pricing)
             app = capacity_layer(quotas_layer(app, quotas), capacity)
+            app = tuner_layer(app, tuner)  # in front: the trials' DescribeTrainingJob
             server._server = make_server(
                 server._ip_address, server._port, app, True, request_handler=MotoRequestHandler
             )

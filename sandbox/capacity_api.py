@@ -16,13 +16,12 @@ the ``ClientError`` AWS would; a request that breaks botocore's model is a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError, ParamValidationError
 
 from sandbox.capacity import CapacityStandIn
-from sandbox.json_protocol import answer, read_json, signed_for
+from sandbox.json_protocol import Replay, answer, jsonable, read_json, signed_for
 
 __all__ = ["CapacityLayer", "capacity_layer"]
 
@@ -61,24 +60,14 @@ class CapacityLayer:
         self.enabled = False
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.timestamp()  # the JSON protocol's timestamps: epoch seconds
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    return value
-
-
 def _answer(layer: CapacityLayer, operation: str, body: dict[str, Any]) -> dict[str, Any]:
     standin = layer.standin
     if operation == "create":
         return standin.create_training_job(**body)
     if operation == "describe":
-        return _jsonable(standin.describe_training_job(**body))
+        return jsonable(standin.describe_training_job(**body))
     if operation == "list":
-        return _jsonable(standin.list_training_jobs(**body))
+        return jsonable(standin.list_training_jobs(**body))
     return standin.stop_training_job(**body)
 
 
@@ -97,7 +86,7 @@ def capacity_layer(app: Any, layer: CapacityLayer) -> Any:
         else:
             theirs = operation != "create" and body.get("TrainingJobName") not in layer.standin.jobs
         if theirs:
-            environ["wsgi.input"] = _Replay(raw)  # a job moto holds: moto answers
+            environ["wsgi.input"] = Replay(raw)  # a job moto holds: moto answers
             return app(environ, start_response)
         try:
             return answer(start_response, _answer(layer, operation, body))
@@ -111,15 +100,3 @@ def capacity_layer(app: Any, layer: CapacityLayer) -> Any:
         return answer(start_response, out, error=True)
 
     return wsgi
-
-
-class _Replay:
-    """The request body already read, for moto to read again."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    def read(self, size: int = -1) -> bytes:
-        out = self._data if size is None or size < 0 else self._data[:size]
-        self._data = self._data[len(out) :]
-        return out

@@ -1,15 +1,18 @@
 """What the sandbox's stand-ins of AWS JSON-protocol APIs share (the Price List API, Service
-Quotas, SageMaker's capacity): which service and region a request is signed for, its body, and
-an answer in the protocol's shape (errors as ``__type`` and ``Message`` with HTTP 400 and
-``x-amzn-ErrorType``, which botocore turns into the ``ClientError`` AWS would raise)."""
+Quotas, SageMaker's capacity and tuner): which service and region a request is signed for, its
+body (and the same body again for the next app when a stand-in lets a request pass), and an
+answer in the protocol's shape (timestamps as epoch seconds; errors as ``__type`` and
+``Message`` with HTTP 400 and ``x-amzn-ErrorType``, which botocore turns into the
+``ClientError`` AWS would raise)."""
 
 from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import Any
 
-__all__ = ["SCOPE", "answer", "read_json", "signed_for"]
+__all__ = ["SCOPE", "Replay", "answer", "jsonable", "read_json", "signed_for"]
 
 # The credential scope of a SigV4 Authorization header: .../<date>/<region>/<service>/aws4_request
 SCOPE = re.compile(r"Credential=[^/]+/\d{8}/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request")
@@ -38,3 +41,26 @@ def answer(start_response: Any, out: dict[str, Any], *, error: bool = False) -> 
         "400 Bad Request" if error else "200 OK", [*headers, ("Content-Length", str(len(data)))]
     )
     return [data]
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every ``datetime`` as the JSON protocol's timestamp (epoch seconds)."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    return value
+
+
+class Replay:
+    """A request body already read (``read_json``), for the next app to read again."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def read(self, size: int = -1) -> bytes:
+        out = self._data if size is None or size < 0 else self._data[:size]
+        self._data = self._data[len(out) :]
+        return out
