@@ -79,6 +79,7 @@ class Route:
 
 ROUTES: tuple[Route, ...] = (
     Route("POST", "/jobs", "submit", "body"),
+    Route("POST", "/sweeps", "sweep", "body"),
     Route("GET", "/jobs", "list", "query"),
     Route("GET", "/jobs/{job_name}", "describe"),
     Route("POST", "/jobs/{job_name}/stop", "stop"),
@@ -91,6 +92,7 @@ ROUTES: tuple[Route, ...] = (
 # The actions, in the order the contract lists them (also the direct door's vocabulary).
 ACTIONS: tuple[str, ...] = (
     "submit",
+    "sweep",
     "describe",
     "stop",
     "list",
