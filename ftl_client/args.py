@@ -133,16 +133,20 @@ SCALE_NAMES: dict[str, str] = {
 }
 assert set(SCALE_NAMES.values()) == set(SCALES)
 RANGE_FORMS = "NAME=MIN:MAX[:SCALE] or NAME=V1,V2,..."
+_SCALAR = (str, int, float, bool)
 
 
 def sweep_range(text: str) -> tuple[str, dict[str, Any]]:
     """One ``--range``: ``NAME=MIN:MAX[:SCALE]`` (numbers; SCALE linear, log, reverse-log or
     auto, the default) or ``NAME=V1,V2,...`` (categorical: two or more values, each JSON when
-    it parses, else a string). A comma makes it categorical, so a value may hold a colon."""
+    it parses, else a string). A comma makes it categorical, so a value may hold a colon; a
+    JSON list (``NAME=["a,b", "c"]``) gives values that hold commas."""
     name, sep, spec = text.partition("=")
     name = name.strip()
     if not sep or not name:
         raise argparse.ArgumentTypeError(f"expected {RANGE_FORMS}, got {text!r}")
+    if spec.lstrip().startswith("["):
+        return name, {"values": _json_values(name, spec)}
     if "," in spec:
         return name, {"values": _categorical(name, spec)}
     parts = spec.split(":")
@@ -173,16 +177,35 @@ def sweep_range(text: str) -> tuple[str, dict[str, Any]]:
 
 def _categorical(name: str, spec: str) -> list[Any]:
     values: list[Any] = []
-    seen: set[str] = set()
     for item in spec.split(","):
         if not item.strip():
             raise argparse.ArgumentTypeError(f"{name}: an empty value in {spec!r}")
-        value = parse_value(item.strip())
+        values.append(parse_value(item.strip()))
+    return _once_each(name, values)
+
+
+def _json_values(name: str, spec: str) -> list[Any]:
+    """``NAME=[...]``: a JSON list of two or more scalars (strings may hold commas)."""
+    values = parse_value(spec.strip())
+    if (
+        not isinstance(values, list)
+        or len(values) < 2
+        or not all(isinstance(v, _SCALAR) for v in values)
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{name}: expected a JSON list of two or more strings, numbers or booleans, "
+            f"got {spec!r}"
+        )
+    return _once_each(name, values)
+
+
+def _once_each(name: str, values: list[Any]) -> list[Any]:
+    seen: set[str] = set()
+    for value in values:
         key = json.dumps(value)
         if key in seen:
-            raise argparse.ArgumentTypeError(f"{name}: value {item.strip()!r} is given twice")
+            raise argparse.ArgumentTypeError(f"{name}: value {key} is given twice")
         seen.add(key)
-        values.append(value)
     return values
 
 
@@ -414,8 +437,8 @@ def _add_sweep(sweep: argparse.ArgumentParser) -> None:
         action=_Ranges,
         required=True,
         help="a hyperparameter to sweep: NAME=MIN:MAX[:SCALE] (numbers; SCALE linear, log, "
-        "reverse-log or auto, the default) or NAME=V1,V2,... (values, JSON when they parse); "
-        "repeatable, one per hyperparameter",
+        "reverse-log or auto, the default) or NAME=V1,V2,... (values, JSON when they parse; "
+        'NAME=["a,b","c"] for values with commas); repeatable, one per hyperparameter',
     )
     sweep.add_argument(
         "--objective", metavar="METRIC", required=True, help="the template metric to optimise"

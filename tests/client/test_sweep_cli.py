@@ -101,6 +101,8 @@ def parsed(*extra: str) -> dict[str, Any]:
         ("fp16=true,false", {"values": [True, False]}),
         ("mix=0.5,none,\"8\"", {"values": [0.5, "none", "8"]}),
         ("schedule=cosine,step:10", {"values": ["cosine", "step:10"]}),
+        ('modules=["all-linear", "q_proj,v_proj"]', {"values": ["all-linear", "q_proj,v_proj"]}),
+        ("bs=[8, 16]", {"values": [8, 16]}),
     ],
 )  # fmt: skip
 def test_each_range_form_becomes_the_api_object(text, spec):
@@ -131,7 +133,13 @@ def test_each_range_form_becomes_the_api_object(text, spec):
         ("lr=1:2:log:4", "lr: expected MIN:MAX[:SCALE], got '1:2:log:4'"),
         ("opt=adamw,,sgd", "opt: an empty value in 'adamw,,sgd'"),
         ("opt=adamw,", "opt: an empty value in 'adamw,'"),
-        ("bs=8,16,8", "bs: value '8' is given twice"),
+        ("bs=8,16,8", "bs: value 8 is given twice"),
+        ("opt=adamw,\"adamw\"", 'opt: value "adamw" is given twice'),
+        ('m=["a", "a"]', 'm: value "a" is given twice'),
+        ('m=["a"]', "m: expected a JSON list of two or more strings, numbers or booleans, "
+                    "got '[\"a\"]'"),
+        ('m=["a", {"b": 1}]', "m: expected a JSON list of two or more"),
+        ("m=[a, b]", "m: expected a JSON list of two or more"),
     ],
 )  # fmt: skip
 def test_each_bad_range_is_a_usage_error_naming_the_option_and_the_rule(text, message, capsys):
