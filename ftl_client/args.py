@@ -7,12 +7,13 @@ import argparse
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, NoReturn
 
 from ftl_client.client import DEFAULT_STACK, TRANSPORTS
 from jobmodel.contract.statuses import JOB_STATUSES
 from jobmodel.requests.submit_fields import FIELDS
+from jobmodel.sweeps.request import SCALES, STRATEGIES
 
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -77,6 +78,153 @@ def positive_float(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return value
+
+
+def positive_usd(text: str) -> float:
+    """An amount of money (``--cap``): a positive number of USD, ``$`` allowed in front."""
+    try:
+        value = float(text.strip().removeprefix("$"))
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive amount in USD, got {text!r}")
+    return value
+
+
+def _number(text: str) -> int | float | None:
+    """A finite number (an int when it is written as one), or None."""
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def finite_number(text: str) -> int | float:
+    """A number (``--target``): an int or a float, not NaN or infinite."""
+    value = _number(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    return value
+
+
+def strategy(text: str) -> str:
+    """A sweep strategy in any case, as the API spells it (``bayesian`` -> ``Bayesian``)."""
+    for name in STRATEGIES:
+        if text.strip().lower() == name.lower():
+            return name
+    raise argparse.ArgumentTypeError(
+        f"expected one of {', '.join(s.lower() for s in STRATEGIES)}, got {text!r}"
+    )
+
+
+# ``--range``'s scales (any case) as the API names them; the API's own names work too.
+SCALE_NAMES: dict[str, str] = {
+    "linear": "Linear",
+    "log": "Logarithmic",
+    "reverse-log": "ReverseLogarithmic",
+    "auto": "Auto",
+    **{name.lower(): name for name in SCALES},
+}
+assert set(SCALE_NAMES.values()) == set(SCALES)
+RANGE_FORMS = "NAME=MIN:MAX[:SCALE] or NAME=V1,V2,..."
+_SCALAR = (str, int, float, bool)
+
+
+def sweep_range(text: str) -> tuple[str, dict[str, Any]]:
+    """One ``--range``: ``NAME=MIN:MAX[:SCALE]`` (numbers; SCALE linear, log, reverse-log or
+    auto, the default) or ``NAME=V1,V2,...`` (categorical: two or more values, each JSON when
+    it parses, else a string). A comma makes it categorical, so a value may hold a colon; a
+    JSON list (``NAME=["a,b", "c"]``) gives values that hold commas."""
+    name, sep, spec = text.partition("=")
+    name = name.strip()
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected {RANGE_FORMS}, got {text!r}")
+    if spec.lstrip().startswith("["):
+        return name, {"values": _json_values(name, spec)}
+    if "," in spec:
+        return name, {"values": _categorical(name, spec)}
+    parts = spec.split(":")
+    if len(parts) == 1:
+        raise argparse.ArgumentTypeError(
+            f"{name}: expected MIN:MAX[:SCALE] or two or more values V1,V2,..., got {spec!r} "
+            f"(to fix one value, use --set {name}=VALUE)"
+        )
+    if len(parts) > 3:
+        raise argparse.ArgumentTypeError(f"{name}: expected MIN:MAX[:SCALE], got {spec!r}")
+    low, high = _number(parts[0]), _number(parts[1])
+    if low is None:
+        raise argparse.ArgumentTypeError(f"{name}: MIN must be a number, got {parts[0]!r}")
+    if high is None:
+        raise argparse.ArgumentTypeError(f"{name}: MAX must be a number, got {parts[1]!r}")
+    if low >= high:
+        raise argparse.ArgumentTypeError(f"{name}: MIN must be below MAX, got {spec!r}")
+    scale = "Auto"
+    if len(parts) == 3:
+        found = SCALE_NAMES.get(parts[2].strip().lower())
+        if found is None:
+            raise argparse.ArgumentTypeError(
+                f"{name}: SCALE must be one of linear, log, reverse-log, auto, got {parts[2]!r}"
+            )
+        scale = found
+    return name, {"min": low, "max": high, "scale": scale}
+
+
+def _categorical(name: str, spec: str) -> list[Any]:
+    values: list[Any] = []
+    for item in spec.split(","):
+        if not item.strip():
+            raise argparse.ArgumentTypeError(f"{name}: an empty value in {spec!r}")
+        values.append(parse_value(item.strip()))
+    return _once_each(name, values)
+
+
+def _json_values(name: str, spec: str) -> list[Any]:
+    """``NAME=[...]``: a JSON list of two or more scalars (strings may hold commas)."""
+    values = parse_value(spec.strip())
+    if (
+        not isinstance(values, list)
+        or len(values) < 2
+        or not all(isinstance(v, _SCALAR) for v in values)
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{name}: expected a JSON list of two or more strings, numbers or booleans, "
+            f"got {spec!r}"
+        )
+    return _once_each(name, values)
+
+
+def _once_each(name: str, values: list[Any]) -> list[Any]:
+    seen: set[str] = set()
+    for value in values:
+        key = json.dumps(value)
+        if key in seen:
+            raise argparse.ArgumentTypeError(f"{name}: value {key} is given twice")
+        seen.add(key)
+    return values
+
+
+class _Ranges(argparse.Action):
+    """``--range`` repeated: a dict of name -> range; one range per hyperparameter."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        name, spec = values
+        ranges = dict(getattr(namespace, self.dest) or {})
+        if name in ranges:
+            raise argparse.ArgumentError(self, f"{name} has a range already; give it one --range")
+        ranges[name] = spec
+        setattr(namespace, self.dest, ranges)
 
 
 # ---------------------------------------------------------------------- the parser
@@ -144,6 +292,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     command("templates", "list the job templates, their instance types and overridable settings")
     _add_submit(command("submit", "start a job from a template"))
+    _add_sweep(
+        command(
+            "sweep",
+            "start a hyperparameter sweep (a SageMaker tuning job) from a template, within a "
+            "cost cap",
+        )
+    )
 
     status = command("status", "describe a job; --wait watches it until it ends")
     status.add_argument("job", metavar="JOB")
@@ -208,28 +363,42 @@ _FLAG_VALUES: dict[str, dict[str, Any]] = {
 }
 
 
-def _add_submit(submit: argparse.ArgumentParser) -> None:
-    """One flag per submit field that has one (``submit_fields.FIELDS``, in its order)."""
+def _add_fields(
+    parser: argparse.ArgumentParser,
+    names: Collection[str] | None = None,
+    helps: Mapping[str, str] | None = None,
+) -> None:
+    """One flag per submit field that has one (``submit_fields.FIELDS``, in its order); only
+    the fields ``names`` lists when given, with ``helps``' text for a field where it has one."""
     for row in FIELDS:
         cli = row.cli
-        if cli is None:
+        if cli is None or (names is not None and row.name not in names):
             continue
-        kwargs = dict(_FLAG_VALUES[cli.value], help=cli.help)
+        kwargs = dict(_FLAG_VALUES[cli.value], help=(helps or {}).get(row.name, cli.help))
         if cli.metavar is not None:
             kwargs["metavar"] = cli.metavar
         if cli.dest is not None:
             kwargs["dest"] = cli.dest
-        submit.add_argument(cli.flag, **kwargs)
+        parser.add_argument(cli.flag, **kwargs)
+
+
+def _add_submit(submit: argparse.ArgumentParser) -> None:
+    _add_fields(submit)
     submit.add_argument("--wait", action="store_true", help="watch the job until it ends")
     _poll(submit)
 
 
-def submit_request(args: argparse.Namespace) -> dict[str, Any]:
-    """The submit fields ``ftl submit``'s flags set (None: not set), template left out."""
+def submit_request(
+    args: argparse.Namespace, names: Collection[str] | None = None
+) -> dict[str, Any]:
+    """The submit fields ``ftl submit``'s flags set (None: not set), template left out; only
+    the fields ``names`` lists when given."""
     fields: dict[str, Any] = {}
     for row in FIELDS:
         cli = row.cli
         if cli is None or row.name == "template":
+            continue
+        if names is not None and row.name not in names:
             continue
         value = getattr(args, cli.dest or cli.flag.lstrip("-").replace("-", "_"))
         if cli.value in ("pairs", "json-pairs"):
@@ -239,6 +408,114 @@ def submit_request(args: argparse.Namespace) -> dict[str, Any]:
         elif cli.value == "switch":
             value = True if value else None
         fields[row.name] = value
+    return fields
+
+
+# The submit fields a sweep takes too (its trials' hardware, run time and tags), with
+# submit's flags and what each means for a sweep. ``job_name`` is not among them: a sweep's
+# ``--name`` is the whole name, not a prefix.
+SWEEP_SUBMIT_FIELDS: dict[str, str] = {
+    "template": "template name (see `ftl templates`)",
+    "hyperparameters": "fix a hyperparameter for every trial; the value is JSON when it parses "
+    "(3e-5, true, 8), else a string; repeatable",
+    "instance_type": "each trial's instance type, e.g. ml.g5.2xlarge",
+    "instance_count": "instances per trial",
+    "max_runtime_seconds": "each trial's run time limit, e.g. 36000, 10h",
+    "tags": "tag the sweep; repeatable",
+    "client_token": "idempotency key (the same token never starts two sweeps)",
+    "dry_run": "run every check and print the worst case against the cap; start nothing",
+}
+
+
+def _add_sweep(sweep: argparse.ArgumentParser) -> None:
+    _add_fields(sweep, SWEEP_SUBMIT_FIELDS, SWEEP_SUBMIT_FIELDS)
+    sweep.add_argument(
+        "--range",
+        dest="ranges",
+        metavar="NAME=RANGE",
+        type=sweep_range,
+        action=_Ranges,
+        required=True,
+        help="a hyperparameter to sweep: NAME=MIN:MAX[:SCALE] (numbers; SCALE linear, log, "
+        "reverse-log or auto, the default) or NAME=V1,V2,... (values, JSON when they parse; "
+        'NAME=["a,b","c"] for values with commas); repeatable, one per hyperparameter',
+    )
+    sweep.add_argument(
+        "--objective", metavar="METRIC", required=True, help="the template metric to optimise"
+    )
+    direction = sweep.add_mutually_exclusive_group()
+    direction.add_argument(
+        "--maximize", dest="direction", action="store_const", const="Maximize",
+        help="the higher the objective the better",
+    )  # fmt: skip
+    direction.add_argument(
+        "--minimize", dest="direction", action="store_const", const="Minimize",
+        help="the lower the objective the better (the default)",
+    )  # fmt: skip
+    sweep.add_argument(
+        "--strategy",
+        type=strategy,
+        metavar="STRATEGY",
+        help="bayesian (default), random, hyperband or grid",
+    )
+    sweep.add_argument(
+        "--trials", type=positive_int, metavar="N", required=True, help="at most N trials"
+    )
+    sweep.add_argument(
+        "--parallel", type=positive_int, metavar="N", help="trials at a time (default 1)"
+    )
+    sweep.add_argument(
+        "--early-stopping",
+        action="store_const",
+        const="Auto",
+        help="let the tuner stop trials that are unlikely to beat the best (default off)",
+    )
+    sweep.add_argument(
+        "--cap",
+        type=positive_usd,
+        metavar="USD",
+        required=True,
+        help="the most the sweep may cost; refused before anything starts when its worst "
+        "case is over it",
+    )
+    sweep.add_argument(
+        "--target",
+        type=finite_number,
+        metavar="X",
+        help="stop the sweep once a trial's objective reaches X",
+    )
+    sweep.add_argument(
+        "--name",
+        metavar="NAME",
+        help="the sweep's (and its tuning job's) name: at most 32 letters, digits and hyphens",
+    )
+    sweep.add_argument("--wait", action="store_true", help="watch the sweep until it ends")
+    _poll(sweep)
+
+
+def sweep_request(args: argparse.Namespace) -> dict[str, Any]:
+    """The sweep fields ``ftl sweep``'s flags set (None: not set), template left out.
+
+    A hyperparameter given both a fixed value (``--set``) and a range is a usage error."""
+    fields = submit_request(args, SWEEP_SUBMIT_FIELDS)
+    both = sorted(set(fields.get("hyperparameters") or {}) & set(args.ranges))
+    if both:
+        raise UsageError(
+            f"argument --set: {', '.join(both)} also has a --range; fix it or sweep it, not both",
+            "ftl sweep",
+        )
+    fields.update(
+        job_name=args.name,
+        ranges=dict(args.ranges),
+        objective=args.objective,
+        direction=args.direction,
+        strategy=args.strategy,
+        max_trials=args.trials,
+        max_parallel=args.parallel,
+        early_stopping=args.early_stopping,
+        cap_usd=args.cap,
+        target=args.target,
+    )
     return fields
 
 

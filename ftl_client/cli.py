@@ -13,7 +13,7 @@ import argparse
 import json
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from ftl_client import display
@@ -24,6 +24,7 @@ from ftl_client.args import (
     parse_value,
     seconds,
     submit_request,
+    sweep_request,
 )
 from ftl_client.client import LauncherClient, LauncherError, Progress
 from jobmodel.contract.statuses import TERMINAL_STATUSES
@@ -86,16 +87,31 @@ class Cli:
         if a.dry_run:
             self.emit(job, display.dry_run(job))
             return EXIT_OK
-        name = job["job_name"]
+        prefix, name = self.command_prefix(), job["job_name"]
+        hint = f"watch: {prefix} wait {name}    logs: {prefix} logs {name} -f"
+        return self.accepted(job, display.submitted, hint)
+
+    def cmd_sweep(self) -> int:
+        a = self.args
+        answer = self.client.sweep(a.template, **sweep_request(a))
+        if a.dry_run:
+            self.emit(answer, display.sweep_dry_run(answer))
+            return EXIT_OK
+        prefix, name = self.command_prefix(), answer["job_name"]
+        hint = f"watch: {prefix} wait {name}    stop: {prefix} stop {name}"
+        return self.accepted(answer, display.sweep_started, hint)
+
+    def accepted(
+        self, job: dict[str, Any], render: Callable[[dict[str, Any], str | None], str], hint: str
+    ) -> int:
+        """What a submit or sweep the launcher accepted prints: its text (with ``hint`` unless
+        ``--wait`` follows), or its JSON; then the watch when ``--wait``."""
+        a = self.args
         if not a.json:
-            hint = None
-            if not a.wait:
-                prefix = self.command_prefix()
-                hint = f"watch: {prefix} wait {name}    logs: {prefix} logs {name} -f"
-            self.emit(job, display.submitted(job, hint))
+            self.emit(job, render(job, None if a.wait else hint))
         elif not a.wait:
             self.emit(job, "")
-        return self.watch(name) if a.wait else EXIT_OK
+        return self.watch(job["job_name"]) if a.wait else EXIT_OK
 
     def cmd_wait(self) -> int:
         return self.watch(self.args.job)
@@ -219,6 +235,8 @@ def main(argv: Sequence[str] | None = None, client: LauncherClient | None = None
     cli = Cli(args, sys.stdout, sys.stderr, client)
     try:
         return cli.run()
+    except UsageError as mistake:  # a rule across options, found once they are parsed
+        return usage_error(mistake, as_json=args.json)
     except LauncherError as error:
         code = EXIT_USAGE if error.is_client_error else EXIT_FAILURE
         if args.json:

@@ -154,11 +154,16 @@ class LauncherClient:
         Fields that are None are left out. Without a ``client_token`` one is generated, so a
         retried call never starts a second job.
         """
-        request = {k: v for k, v in fields.items() if v is not None}
-        request["template"] = template
-        if not request.get("dry_run"):
-            request.setdefault("client_token", f"ftl-{uuid.uuid4().hex}")
-        return self._call("submit", request)
+        return self._call("submit", self._request(template, fields))
+
+    def sweep(self, template: str, **fields: Any) -> dict[str, Any]:
+        """Start a hyperparameter sweep of ``template`` (one SageMaker tuning job); ``fields``
+        are the contract's sweep fields (``ranges``, ``objective``, ``max_trials``,
+        ``cap_usd``, ...) and the submit fields a sweep takes (``hyperparameters``,
+        ``instance_type``, ``tags``, ...). Like :meth:`submit`: fields that are None are left
+        out, and without a ``client_token`` one is generated."""
+        answer: dict[str, Any] = self._call("sweep", self._request(template, fields))
+        return answer
 
     def whoami(self) -> dict[str, Any]:
         """The caller's team, whether it is an admin, the team's limits and current use."""
@@ -329,6 +334,16 @@ class LauncherClient:
         return [e for e in events if e.get("logStreamName", "").startswith(prefix)]
 
     # ------------------------------------------------------------- transport
+    @staticmethod
+    def _request(template: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """A submit's or sweep's request: the fields set, the template, and a client token
+        (unless a dry run), so a retried call never starts a second job or sweep."""
+        request = {k: v for k, v in fields.items() if v is not None}
+        request["template"] = template
+        if not request.get("dry_run"):
+            request.setdefault("client_token", f"ftl-{uuid.uuid4().hex}")
+        return request
+
     def _call(self, action: str, params: dict[str, Any]) -> Any:
         if self.transport == "http":
             route = route_for(action)

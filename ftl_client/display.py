@@ -12,6 +12,13 @@ from typing import Any, TextIO
 
 from ftl_client.client import Progress, parse_time
 from ftl_client.models_view import evaluation_line, listed_status, listed_template
+from ftl_client.sweeps_view import (
+    is_sweep,
+    sweep_detail,
+    sweep_dry_run,
+    sweep_line,
+    sweep_started,
+)
 from ftl_client.templates_view import channels, hyperparameter, templates_table
 from ftl_client.text import (
     duration,
@@ -44,6 +51,9 @@ __all__ = [
     "stop_result",
     "stopped_watching",
     "submitted",
+    "sweep_dry_run",
+    "sweep_line",
+    "sweep_started",
     "table",
     "templates_table",
     "waited",
@@ -52,6 +62,7 @@ __all__ = [
 
 
 def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
+    """One row per job; a sweep's row is followed by its progress line, indented."""
     rows = [
         [
             j["job_name"],
@@ -62,7 +73,7 @@ def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
             when(j.get("created_at")),
             duration(j.get("billable_seconds")),
             _savings(j),
-            money(j.get("cost_usd") if "cost_usd" in j else None),
+            money(_cost(j)),
         ]
         for j in jobs
     ]
@@ -77,7 +88,23 @@ def jobs_table(jobs: Sequence[dict[str, Any]]) -> str:
         "SAVINGS",
         "COST",
     ]
-    return table(headers, rows)
+    # Every cell is one line, so the table's lines are its header and then one per job.
+    header, *lines = table(headers, rows).splitlines()
+    out = [header]
+    for job, line in zip(jobs, lines, strict=True):
+        out.append(line)
+        if is_sweep(job) and isinstance(job.get("sweep"), dict):
+            out.append(f"  {sweep_line(job['sweep'])}")
+    return "\n".join(out)
+
+
+def _cost(job: dict[str, Any]) -> Any:
+    """A job's cost; a sweep's is its trials' spend until the launcher gives a cost."""
+    if "cost_usd" in job:
+        return job["cost_usd"]
+    if is_sweep(job):
+        return (job.get("sweep") or {}).get("spend_usd")
+    return None
 
 
 def _waited_of(job: dict[str, Any], now: datetime) -> float | None:
@@ -150,6 +177,8 @@ def stop_result(job: dict[str, Any], before: str | None = None) -> str:
     """What ``stop`` did, from the job's status before the call (``before``) and after it:
     asked SageMaker to stop, stopped a queued job at once, or nothing (it had already ended)."""
     name, status = job["job_name"], job.get("status")
+    if status == "Stopping" and is_sweep(job):
+        return f"{name}: stopping the sweep (its running trials stop; no new trial starts)"
     if status == "Stopping":
         return f"{name}: stopping (SageMaker saves the last checkpoint first)"
     if before is not None and before not in TERMINAL_STATUSES and status in TERMINAL_STATUSES:
@@ -212,6 +241,10 @@ DETAIL_ORDER = (
     "team",
     "estimated_max_cost_usd",
     "cost_usd",
+    "kind",
+    "sweep",
+    "worst_case_usd",
+    "cap_usd",
     "checkpoint_s3_uri",
     "output_s3_uri",
     "job_arn",
@@ -232,8 +265,10 @@ def job_detail(job: dict[str, Any]) -> str:
             value = f"{value} ({duration(value)})"
         elif key == "spot_savings_percent":
             value = f"{float(value):.1f}%"
-        elif key in ("estimated_max_cost_usd", "cost_usd"):
+        elif key in ("estimated_max_cost_usd", "cost_usd", "worst_case_usd", "cap_usd"):
             value = money(value)
+        elif key == "sweep" and isinstance(value, dict):  # issue 37: the rest below
+            value = sweep_line(value)
         elif key == "estimated_start_by":
             value = f"{value} ({starts_by(value)})"
         elif key == "sooner":
@@ -249,6 +284,8 @@ def job_detail(job: dict[str, Any]) -> str:
         lines.append(f"{key.ljust(width)}  {value}")
     if job.get("attempts"):
         lines.append(attempts_table(job["attempts"]))
+    if isinstance(job.get("sweep"), dict):
+        lines.append(sweep_detail(job["sweep"]))
     return "\n".join(lines)
 
 
@@ -313,10 +350,14 @@ def whoami(me: dict[str, Any]) -> str:
 
 
 def progress_line(progress: Progress, now: datetime | None = None) -> str:
-    """``[0:12:03] InProgress / Training  spot interruptions: 0  job-name``."""
+    """``[0:12:03] InProgress / Training  spot interruptions: 0  job-name``; a sweep's shows
+    its progress line instead of spot interruptions."""
     state = progress.status
     if progress.secondary_status and progress.secondary_status != progress.status:
         state += f" / {progress.secondary_status}"
+    sweep = progress.job.get("sweep")
+    if is_sweep(progress.job) and isinstance(sweep, dict):
+        return f"[{duration(progress.elapsed(now))}] {state}  {sweep_line(sweep)}  {progress.name}"
     return (
         f"[{duration(progress.elapsed(now))}] {state}  "
         f"spot interruptions: {progress.interruptions}  {progress.name}"
@@ -383,6 +424,10 @@ def outcome(progress: Progress, metrics: dict[str, float] | None = None) -> str:
     lines = [f"{progress.status}: {progress.name}"]
     if job.get("failure_reason"):
         lines.append(f"  failure reason: {job['failure_reason']}")
+    if is_sweep(job) and isinstance(job.get("sweep"), dict):
+        lines.append(f"  {sweep_line(job['sweep'])}")
+        lines += sweep_detail(job["sweep"]).splitlines()[1:]  # indented as these lines
+        return "\n".join(lines)
     if metrics:
         shown = "  ".join(f"{k}={number(v)}" for k, v in sorted(metrics.items()))
         lines.append(f"  final metrics: {shown}")

@@ -75,9 +75,11 @@ def listed_status(job: dict[str, Any]) -> str:
 
 def listed_template(job: dict[str, Any]) -> str:
     """``ftl list``'s template of a job; an evaluation job, listed on its own line like any
-    job, is marked as the evaluation (of the job its name extends)."""
+    job, is marked as the evaluation (of the job its name extends), and a sweep as a sweep
+    (issue 37)."""
     template = str(job.get("template", "-"))
-    return f"{template} (evaluation)" if job.get("kind") == "evaluation" else template
+    kind = job.get("kind")
+    return f"{template} ({kind})" if kind in ("evaluation", "sweep") else template
 
 
 def reviewed(answer: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -56,15 +57,26 @@ class Progress:
         secondary status transitions) or the entries into ``Interrupted`` seen by polling,
         whichever is larger; both counted by the one rule in ``jobmodel.jobs.training_state``.
         """
-        before = (self.status, self.secondary_status) if self.polls else None
+        before = self._state() if self.polls else None
         self.job = job
         self.polls += 1
-        now = (self.status, self.secondary_status)
+        now = self._state()
         self.changed = now != before
-        if self.changed:
-            self.history.append(now)
+        if not self.history or self.history[-1] != now[:2]:
+            self.history.append(now[:2])
         seen = count_interruptions(secondary for _, secondary in self.history)
         self.interruptions = max(self.interruptions, seen, int(job.get("spot_interruptions") or 0))
+
+    def _state(self) -> tuple[str, str | None, str]:
+        """What a change is: status, secondary status and, for a sweep (issue 37), its trial
+        counts and best trial, so that a new finished trial is a line of its own."""
+        sweep = self.job.get("sweep") if self.job.get("kind") == "sweep" else None
+        seen = ""
+        if isinstance(sweep, dict):
+            best = sweep.get("best")
+            trial = best.get("trial") if isinstance(best, dict) else None
+            seen = json.dumps([sweep.get("trials"), trial], sort_keys=True, default=str)
+        return (self.status, self.secondary_status, seen)
 
     @property
     def final_metrics(self) -> dict[str, float]:
