@@ -46,6 +46,17 @@ def training_job_arns(stack: Stack, teams: Sequence[str] = ()) -> list[str]:
     ]
 
 
+def tuning_job_arns(stack: Stack, teams: Sequence[str] = ()) -> list[str]:
+    """This platform's tuning jobs (a sweep's, issue 37): named as its training jobs are."""
+    names = [f"{team}-*" for team in teams] or ["*"]
+    return [
+        stack.format_arn(
+            service="sagemaker", resource="hyper-parameter-tuning-job", resource_name=name
+        )
+        for name in names
+    ]
+
+
 def create_conditions(
     *,
     platform_name: str,
@@ -135,6 +146,7 @@ def launch_statements(
     return [
         *_create_statements(jobs, conditions, training_plans),
         *_follow_statements(jobs, own_jobs),
+        *_tuning_statements(tuning_job_arns(stack, teams), conditions),
         iam.PolicyStatement(
             sid="PassTrainingRoleToSageMaker",
             actions=["iam:PassRole"],
@@ -210,6 +222,55 @@ def _follow_statements(
             actions=["sagemaker:StopTrainingJob"],
             resources=jobs,
             conditions=own_jobs,
+        ),
+    ]
+
+
+def _tuning_statements(
+    sweeps: list[str], conditions: dict[str, dict[str, Any]]
+) -> list[iam.PolicyStatement]:
+    """A sweep's tuning job (issue 37): created under the conditions every training job is
+    (the keys CreateHyperParameterTuningJob also lists: its definition's instance type,
+    runtime, keys, network and tags; it lists no ``KeepAlivePeriod``), tagged at creation,
+    read, listed and stopped. Describe, Stop and ListTrainingJobsForHyperParameterTuningJob
+    list no condition key, so only the ARN (the team's name prefix) narrows them. Its trials
+    are training jobs named ``<sweep>-<n>-<hex>`` with the sweep's tags: the training-job
+    statements cover describing them."""
+    tuning = {k: dict(v) for k, v in conditions.items()}
+    tuning.pop("NumericLessThanEqualsIfExists", None)  # KeepAlivePeriod: not a tuner key
+    return [
+        iam.PolicyStatement(
+            sid="CreateCatalogSweeps",
+            actions=["sagemaker:CreateHyperParameterTuningJob"],
+            resources=sweeps,
+            conditions=tuning,
+        ),
+        iam.PolicyStatement(
+            sid="DenySweepEbsVolumesWithoutPlatformKey",
+            effect=iam.Effect.DENY,
+            actions=["sagemaker:CreateHyperParameterTuningJob"],
+            resources=sweeps,
+            conditions={
+                "ForAnyValue:StringEquals": {"sagemaker:InstanceTypes": list(EBS_INSTANCE_TYPES)},
+                "Null": {VOLUME_KMS_KEY: "true"},
+            },
+        ),
+        iam.PolicyStatement(
+            sid="TagSweepsAtCreation",
+            actions=["sagemaker:AddTags"],
+            resources=sweeps,
+            conditions={
+                "StringEquals": {"sagemaker:TaggingAction": "CreateHyperParameterTuningJob"}
+            },
+        ),
+        iam.PolicyStatement(
+            sid="FollowPlatformSweeps",
+            actions=[
+                "sagemaker:DescribeHyperParameterTuningJob",
+                "sagemaker:ListTrainingJobsForHyperParameterTuningJob",
+                "sagemaker:StopHyperParameterTuningJob",
+            ],
+            resources=sweeps,
         ),
     ]
 

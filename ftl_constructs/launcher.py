@@ -28,6 +28,7 @@ from ftl_constructs.launch_policy import (
     grant_quota_read,
     launch_statements,
     training_job_arns,
+    tuning_job_arns,
 )
 from ftl_constructs.launcher_http import http_api
 from ftl_constructs.nag import acknowledge_resource, checkov_skip
@@ -336,6 +337,16 @@ class JobLauncher(Construct):
             )
         for arn in jobs:
             acknowledge_resource(policy, arn, reason)
+        if self.job_queue is None:
+            for arn in tuning_job_arns(stack, teams):
+                acknowledge_resource(
+                    policy,
+                    arn,
+                    "A sweep's tuning job is named per request at run time like a job (in "
+                    "teams mode under the team's '<team>-' prefix); creation is pinned by the "
+                    "same condition keys as a training job's, and Describe, Stop and "
+                    "ListTrainingJobsForHyperParameterTuningJob support no condition key.",
+                )
         policy.add_statements(
             iam.PolicyStatement(
                 sid="JobLedger",

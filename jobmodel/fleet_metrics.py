@@ -32,6 +32,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .contract.names import INSTANCES_HELD
 from .jobs.queue_state import waited_seconds
 from .money.pricing import spot_savings_usd
 
@@ -187,7 +188,7 @@ def job_spend(job: Mapping[str, Any], month_spend_usd: float | None = None) -> d
         price = job.get("price_usd_per_hour")
         savings = spot_savings_usd(
             None if price is None else float(price),
-            int(job.get("instance_count") or 1),
+            int(job.get(INSTANCES_HELD) or job.get("instance_count") or 1),
             job.get("billable_seconds"),
             job.get("training_seconds"),
         )
@@ -211,7 +212,7 @@ def job_line(
     values = transition_metrics(
         old_status,
         str(job.get("status")),
-        instance_count=int(job.get("instance_count") or 1),
+        instance_count=int(job.get(INSTANCES_HELD) or job.get("instance_count") or 1),
         queued_seconds=waited_seconds(job),
         **job_spend(job, month_spend_usd),
     )

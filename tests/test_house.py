@@ -35,7 +35,7 @@ TOP_LEVEL: dict[str, set[str]] = {
         "capacity",
         "after_training",
     },
-    "fleet_metrics": {"money", "jobs"},
+    "fleet_metrics": {"money", "jobs", "contract"},
 }
 
 

@@ -22,6 +22,11 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
         "DescribeModelPackage",
         "ListModelPackages",
         "UpdateModelPackage",
+        # Sweeps (issue 37): a sweep's tuning job and its trials.
+        "CreateHyperParameterTuningJob",
+        "DescribeHyperParameterTuningJob",
+        "ListTrainingJobsForHyperParameterTuningJob",
+        "StopHyperParameterTuningJob",
     ),
     # BatchGetItem: queue mode's estimated start reads the queue's jobs' limits.
     "dynamodb": ("GetItem", "PutItem", "UpdateItem", "TransactWriteItems", "Query", "BatchGetItem"),
