@@ -46,6 +46,17 @@ def training_job_arns(stack: Stack, teams: Sequence[str] = ()) -> list[str]:
     ]
 
 
+# A sweep's statements (``_tuning_statements``; queue mode keeps them with ftl:queueSweeps) and
+# the PassRole the tuner's trials need.
+SWEEP_STATEMENTS: tuple[str, ...] = (
+    "CreateCatalogSweeps",
+    "DenySweepEbsVolumesWithoutPlatformKey",
+    "TagSweepsAtCreation",
+    "FollowPlatformSweeps",
+    "PassTrainingRoleToSageMaker",
+)
+
+
 def tuning_job_arns(stack: Stack, teams: Sequence[str] = ()) -> list[str]:
     """This platform's tuning jobs (a sweep's, issue 37): named as its training jobs are."""
     names = [f"{team}-*" for team in teams] or ["*"]

@@ -24,6 +24,7 @@ from ftl_constructs.job_ledger import ledger_table
 from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate
 from ftl_constructs.launch_policy import (
+    SWEEP_STATEMENTS,
     grant_job_lookup,
     grant_quota_read,
     launch_statements,
@@ -56,7 +57,7 @@ from jobmodel.platform import PlatformConfig
 from jobmodel.teams import TeamsConfig
 
 # Queue mode keeps these launch statements (Batch, not the trigger, creates the jobs).
-QUEUE_MODE_STATEMENTS = ("ReadPlatformJobs", "StopPlatformJobs")
+QUEUE_MODE_STATEMENTS: tuple[str, ...] = ("ReadPlatformJobs", "StopPlatformJobs")
 
 
 class JobLauncher(Construct):
@@ -181,6 +182,7 @@ class JobLauncher(Construct):
                 job_queue_arn=self.job_queue.queue_arn,
                 share_policy=self.job_queue.share_policy,
                 capacity_instances=self.job_queue.settings.capacity_instances,
+                queue_sweeps=self.job_queue.settings.sweeps,
             )
         environment.update(scheduler.to_env())
         self.environment = environment
@@ -313,7 +315,10 @@ class JobLauncher(Construct):
         )
         jobs = training_job_arns(stack, teams)
         if self.job_queue is not None:
-            statements = [s for s in statements if s.sid in QUEUE_MODE_STATEMENTS]
+            kept = QUEUE_MODE_STATEMENTS
+            if self.job_queue.settings.sweeps == "outside-queue":
+                kept += SWEEP_STATEMENTS  # sweeps beside the queue (issue 37)
+            statements = [s for s in statements if s.sid in kept]
             batch_jobs = self.job_queue.training_job_arns(teams) if teams else []
             for statement in statements:
                 statement.add_resources(*batch_jobs)
@@ -337,7 +342,7 @@ class JobLauncher(Construct):
             )
         for arn in jobs:
             acknowledge_resource(policy, arn, reason)
-        if self.job_queue is None:
+        if self.job_queue is None or self.job_queue.settings.sweeps == "outside-queue":
             for arn in tuning_job_arns(stack, teams):
                 acknowledge_resource(
                     policy,

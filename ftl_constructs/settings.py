@@ -196,6 +196,7 @@ _KEYS = (
     "queueHeadTimeoutMinutes",
     "queueSharePolicy",
     "queueWaitAlarmMinutes",
+    "queueSweeps",
     "trainingPlans",
     "mlflow",
     "evaluation",

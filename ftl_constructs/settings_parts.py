@@ -17,6 +17,7 @@ from typing import Any
 from ftl_constructs.lambda_settings import LambdaSettings, LambdaSettingsError
 from jobmodel.after_training.tracking import TrackingConfig, TrackingError
 from jobmodel.capacity.plans import CapacityConfig, CapacityError
+from jobmodel.capacity.scheduler import QUEUE_SWEEPS
 from jobmodel.contract.errors import SettingsError
 from jobmodel.instances import INSTANCE_TYPES
 from jobmodel.teams import TeamsConfig, TeamsError
@@ -134,6 +135,7 @@ class QueueSettings:
     head_timeout_minutes: int = 120
     share_policy: str = "fairshare"
     wait_alarm_minutes: int = 60
+    sweeps: str = "off"  # issue 37: ``outside-queue`` runs sweeps beside the queue
 
     @property
     def enabled(self) -> bool:
@@ -271,6 +273,7 @@ def queue_setting(v: Mapping[str, Any]) -> QueueSettings:
         head_timeout_minutes=int_setting(v, "queueHeadTimeoutMinutes", 120, 10, 1440),
         share_policy=choice_setting(v, "queueSharePolicy", "fairshare", SHARE_POLICIES),
         wait_alarm_minutes=int_setting(v, "queueWaitAlarmMinutes", 60, 1, 10_080),
+        sweeps=choice_setting(v, "queueSweeps", "off", QUEUE_SWEEPS),
     )
 
 

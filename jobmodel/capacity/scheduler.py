@@ -18,11 +18,13 @@ from ..contract.names import (
     ENV_JOB_QUEUE,
     ENV_QUEUE_CAPACITY,
     ENV_QUEUE_SHARE_POLICY,
+    ENV_QUEUE_SWEEPS,
     ENV_SCHEDULER,
 )
 
 __all__ = [
     "PRIORITY_LIMITS",
+    "QUEUE_SWEEPS",
     "SCHEDULERS",
     "SHARE_DECAY_SECONDS",
     "SHARE_POLICIES",
@@ -34,6 +36,7 @@ SCHEDULERS = ("direct", "queue")
 # Batch's schedulingPriority range; a template's queue_priority_range lies inside it.
 PRIORITY_LIMITS = (R.MIN_QUEUE_PRIORITY, R.MAX_QUEUE_PRIORITY)
 SHARE_POLICIES = ("fairshare", "quotashare")
+QUEUE_SWEEPS = ("off", "outside-queue")
 # The fair-share policy's shareDecaySeconds: a team's use over the last hour still counts when
 # the queue picks whose job starts next, so a team that just ran does not go first again.
 SHARE_DECAY_SECONDS = 3600
@@ -77,8 +80,16 @@ class SchedulerConfig:
     job_queue_arn: str | None = None
     share_policy: str = "fairshare"
     capacity_instances: int | None = None
+    # Queue mode (issue 37): ``off``, sweeps are refused (their trials are the tuner's, which
+    # the queue cannot see); ``outside-queue``, they run beside it, admitted by the team's
+    # quota and budget only (``ftl:queueSweeps``).
+    queue_sweeps: str = "off"
 
     def __post_init__(self) -> None:
+        if self.queue_sweeps not in QUEUE_SWEEPS:
+            raise ValueError(
+                f"queue_sweeps must be one of {', '.join(QUEUE_SWEEPS)}, got {self.queue_sweeps!r}"
+            )
         if self.scheduler not in SCHEDULERS:
             raise ValueError(
                 f"scheduler must be one of {', '.join(SCHEDULERS)}, got {self.scheduler!r}"
@@ -113,7 +124,13 @@ class SchedulerConfig:
             env[ENV_QUEUE_SHARE_POLICY] = self.share_policy
             if self.capacity_instances is not None:
                 env[ENV_QUEUE_CAPACITY] = str(self.capacity_instances)
+            env[ENV_QUEUE_SWEEPS] = self.queue_sweeps
         return env
+
+    @property
+    def sweeps(self) -> bool:
+        """Whether this deployment runs sweeps (direct mode always; queue mode if opted in)."""
+        return not self.queued or self.queue_sweeps == "outside-queue"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SchedulerConfig:
@@ -154,9 +171,16 @@ class SchedulerConfig:
                     f"more, got {raw[:40]!r}"
                 )
             capacity = int(raw)
+        sweeps = env.get(ENV_QUEUE_SWEEPS) or "off"
+        if sweeps not in QUEUE_SWEEPS:
+            raise ValueError(
+                f"environment variable {ENV_QUEUE_SWEEPS} must be one of "
+                f"{', '.join(QUEUE_SWEEPS)}, got {sweeps[:40]!r}"
+            )
         return cls(
             scheduler=scheduler,
             job_queue_arn=queue,
             share_policy=policy,
             capacity_instances=capacity,
+            queue_sweeps=sweeps,
         )

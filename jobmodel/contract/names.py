@@ -15,6 +15,7 @@ from datetime import datetime
 __all__ = [
     "ADMIN_ALIAS",
     "ENV_EVALUATION",
+    "ENV_QUEUE_SWEEPS",
     "SWEEP",
     "SWEEP_KIND",
     "SWEEP_TRIALS",
@@ -164,6 +165,8 @@ ENV_SCHEDULER = "FTL_SCHEDULER"
 ENV_JOB_QUEUE = "FTL_JOB_QUEUE"
 ENV_QUEUE_SHARE_POLICY = "FTL_QUEUE_SHARE_POLICY"
 ENV_QUEUE_CAPACITY = "FTL_QUEUE_CAPACITY"
+# Queue mode: whether sweeps (issue 37) run, outside the queue (``ftl:queueSweeps``).
+ENV_QUEUE_SWEEPS = "FTL_QUEUE_SWEEPS"
 
 
 def timestamp(moment: datetime) -> str:

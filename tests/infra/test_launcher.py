@@ -93,6 +93,7 @@ def test_every_route_requires_iam_auth(launcher):
         "GET /models",
         "POST /jobs/{job_name}/review",
         "POST /jobs/{job_name}/stop",
+        "POST /sweeps",
         "GET /templates",
         "GET /whoami",
     }
@@ -358,13 +359,18 @@ def test_describe_only_platform_tagged_jobs(launcher):
     ]
     assert sorted(actions) == [
         "sagemaker:AddTags",
+        "sagemaker:AddTags",  # a sweep's tuning job, at its creation (issue 37)
         # the model registry (issue 27; tests/infra/test_model_registry.py)
+        "sagemaker:CreateHyperParameterTuningJob",
         "sagemaker:CreateModelPackage",
         "sagemaker:CreateTrainingJob",
+        "sagemaker:DescribeHyperParameterTuningJob",
         "sagemaker:DescribeModelPackage",
         "sagemaker:DescribeTrainingJob",
         "sagemaker:ListModelPackages",
         "sagemaker:ListTrainingJobs",
+        "sagemaker:ListTrainingJobsForHyperParameterTuningJob",
+        "sagemaker:StopHyperParameterTuningJob",
         "sagemaker:StopTrainingJob",
         "sagemaker:UpdateModelPackage",
         # an evaluation's results: metadata only (issue 36; tests/infra/test_model_registry.py)

@@ -93,6 +93,14 @@ class SweepFlow:
     def sweep(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict[str, Any], bool]:
         rt = self.settings
         team = caller.submitting_team()
+        if not rt.scheduler.sweeps:
+            raise ValidationError(
+                "action",
+                "this platform schedules jobs through its AWS Batch queue, and a sweep's trials "
+                "are SageMaker's tuner's, which the queue cannot see: sweeps are off here. The "
+                "platform team can run them beside the queue (ftl:queueSweeps=outside-queue), "
+                "admitted by each team's quota and budget",
+            )
         base = {k: v for k, v in params.items() if k not in SWEEP_FIELDS}
         req = validate_submit(
             base,

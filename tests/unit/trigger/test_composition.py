@@ -90,9 +90,7 @@ def test_the_dispatch_table_covers_every_action_of_the_contract(launcher):
     evaluate = adapters.parse(
         {"action": "evaluate", "job_name": "x"}, FakeContext(alias=CHAIN_ALIAS)
     )
-    refresh = adapters.parse(
-        {"action": "refresh", "job_name": "x"}, FakeContext(alias=CHAIN_ALIAS)
-    )
+    refresh = adapters.parse({"action": "refresh", "job_name": "x"}, FakeContext(alias=CHAIN_ALIAS))
     found = {chain.action, evaluate.action, refresh.action, sweep.action}
     assert found == set(INTERNAL_ACTIONS)
 

@@ -310,3 +310,32 @@ def test_the_schedules_recovery_is_not_the_public_sweep(sweeping):
     assert call.action == "recover"  # the schedule's door stays {"action": "sweep"}
     public = adapters.parse(sweep(), FakeContext(alias="team-beta"), teams)
     assert public.action == "sweep"
+
+
+def test_in_queue_mode_sweeps_are_off_unless_the_platform_runs_them_beside_the_queue(
+    batch_sandbox, monkeypatch, tmp_path
+):
+    """Queue mode: a sweep's trials are the tuner's, which the Batch queue cannot see. Off
+    (the default) refuses the sweep and writes nothing; ``outside-queue`` runs it beside the
+    queue, admitted by the team's quota and budget, its trials never in the queue."""
+    from tests.unit.trigger.conftest import queue_launcher
+
+    limits = teams_env({"max_instances": 3, "max_job_cost_usd": 500.0})
+    off = queue_launcher(batch_sandbox, monkeypatch, tmp_path, capacity=4, env=limits)
+    refused = off(sweep(), alias="team-beta")
+    assert refused["error"]["field"] == "action", refused
+    assert "ftl:queueSweeps" in refused["error"]["message"] and off.ledger_items() == []
+
+    env = limits | {"FTL_QUEUE_SWEEPS": "outside-queue"}
+    on = queue_launcher(batch_sandbox, monkeypatch, tmp_path, capacity=4, env=env)
+    started = on(sweep(), alias="team-beta")
+    name = started["job_name"]
+    assert started["status"] == "InProgress", started
+    assert name in batch_sandbox.tuner.jobs and on.batch_jobs() == []
+    assert int(_usage(on, "beta")["instances"]) == 2
+    over = on(sweep(max_parallel=4), alias="team-beta")  # 4 instances > the team's 3
+    assert over["error"]["type"] == "QuotaExceeded", over
+    batch_sandbox.tuner.run_to_end(name, seconds_per_trial=600)
+    ended = on({"action": "describe", "job_name": name}, alias="team-beta")
+    assert ended["status"] == "Completed" and ended["sweep"]["trials"]["completed"] >= 1, ended
+    assert ended["cost_usd"] == pytest.approx(4 * 600 * _hourly(on) / 3600, abs=1e-3)
