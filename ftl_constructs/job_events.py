@@ -22,6 +22,7 @@ from ftl_constructs.platform_function import PlatformFunction
 from jobmodel.contract.names import ENV_CHAIN_FUNCTION, ENV_JOB_TABLE, ENV_TOPIC_ARN
 
 EVENT_DETAIL_TYPE = "SageMaker Training Job State Change"
+TUNING_EVENT_DETAIL_TYPE = "SageMaker HyperParameter Tuning Job State Change"
 BATCH_EVENT_SOURCE = "aws.batch"
 BATCH_EVENT_DETAIL_TYPE = "Batch Service Job State Change"
 
@@ -116,6 +117,19 @@ class JobEvents(Construct):
             ),
         )
         self._target(self.rule)
+        # A sweep's tuning job (issue 37): its state changes, for the trigger to refresh it
+        # (its trials' are the rule above's: they run as the training roles too).
+        self.tuning_rule = events.Rule(
+            self,
+            "TuningStateChanges",
+            description="SageMaker tuning jobs (sweeps) run by the fine-tuning platform's roles",
+            event_pattern=events.EventPattern(
+                source=["aws.sagemaker"],
+                detail_type=[TUNING_EVENT_DETAIL_TYPE],
+                detail={"TrainingJobDefinition": {"RoleArn": list(training_role_arns)}},
+            ),
+        )
+        self._target(self.tuning_rule)
         self.batch_rule: events.Rule | None = None
         if job_queue_arns:
             self.batch_rule = events.Rule(

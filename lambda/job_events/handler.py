@@ -20,8 +20,11 @@ from typing import Any
 
 from ftl_events.apply import Outcome
 from ftl_events.dependencies import Runtime
-from ftl_events.parse import Malformed, parse
+from ftl_events.ownership import foreign_reason
+from ftl_events.parse import Malformed, Observation, parse
 from ftl_events.publish import complete_effects
+from ftl_ledger.job_codec import from_record
+from jobmodel.contract.names import SWEEP_KIND
 from jobmodel.jobs import effects as E
 from jobmodel.jobs.batch_end_hold import held_end
 from jobmodel.jobs.effects import public_view
@@ -40,6 +43,8 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         event_id = event.get("id") if isinstance(event, dict) else None
         LOG.warning("dropped a malformed event %s: %s", event_id, err)
         return {"updated": False, "dropped": str(err)}
+    if observation.sweep:
+        return _sweep(observation)
     # Failures (DynamoDB, a job that kept changing) raise: EventBridge retries the event.
     outcome = RUNTIME.recorder.record(observation)
     if outcome.applied:
@@ -62,6 +67,24 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     return {"updated": outcome.applied, "job_name": outcome.job_name, **public_view(after)}
 
 
+def _sweep(observation: Observation) -> dict[str, Any]:
+    """A sweep's tuning job or one of its trials changed (issue 37): the trigger refreshes
+    the sweep (its trials' costs are read with DescribeTrainingJob, which only it may call).
+    An event whose job is not a sweep of this ledger, or that another team's job sent, is
+    dropped."""
+    name = observation.job_name
+    job = RUNTIME.recorder.ledger.get_job(name)
+    if job is None or from_record(job).kind != SWEEP_KIND:
+        LOG.warning("tuning event names %s, which is no sweep of this platform; ignored", name)
+        return {"updated": False, "job_name": name}
+    foreign = foreign_reason(job, observation.owner)
+    if foreign is not None:
+        LOG.warning("tuning event about sweep %s ignored: %s", name, foreign)
+        return {"updated": False, "job_name": name}
+    _ask(name, "refresh")
+    return {"updated": False, "job_name": name, "refresh": True}
+
+
 def _newly_held(outcome: Outcome) -> bool:
     """This write held Batch's end of a chained attempt that nothing yet says why
     (``jobmodel.jobs.batch_end_hold``): the launcher is asked to look."""
@@ -72,7 +95,8 @@ def _ask(job_name: str, action: str) -> None:
     """Ask the trigger's ``chain`` alias, asynchronously, to do for the job what only it can:
     ``advance`` (a capacity chain's attempt ended for want of capacity, or Batch ended it and
     nothing recorded says why: start the next attempt, or look at the ended one first) or
-    ``evaluate`` (a Completed job owes its evaluation job, issue 36). A failure is logged:
+    ``evaluate`` (a Completed job owes its evaluation job, issue 36) or ``refresh`` (a
+    sweep's tuning job or trial changed, issue 37). A failure is logged:
     describe, list and the scheduled sweep do both too, SageMaker's own event of the end
     judges a held end, and a stop stops the job between the attempts (docs/API.md,
     Capacity)."""

@@ -482,23 +482,29 @@ def test_only_eventbridge_invokes_the_job_events_function_for_its_rule(launcher)
             }
         },
     )
-    (rule_id,) = [
+    rule_ids = [
         logical
         for logical, rule in launcher.find_resources("AWS::Events::Rule").items()
         if any(
             t["Arn"] == {"Fn::GetAtt": [events_fn, "Arn"]} for t in rule["Properties"]["Targets"]
         )
     ]
+    # Training jobs' state changes, and (issue 37) sweeps' tuning jobs'.
+    assert len(rule_ids) == 2
     permissions = [
         p["Properties"]
         for p in launcher.find_resources("AWS::Lambda::Permission").values()
         if events_fn in _refs(p["Properties"]["FunctionName"])
     ]
-    assert permissions == [
-        {
-            "Action": "lambda:InvokeFunction",
-            "FunctionName": {"Fn::GetAtt": [events_fn, "Arn"]},
-            "Principal": "events.amazonaws.com",
-            "SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]},
-        }
-    ]
+    assert sorted(permissions, key=str) == sorted(
+        (
+            {
+                "Action": "lambda:InvokeFunction",
+                "FunctionName": {"Fn::GetAtt": [events_fn, "Arn"]},
+                "Principal": "events.amazonaws.com",
+                "SourceArn": {"Fn::GetAtt": [rule_id, "Arn"]},
+            }
+            for rule_id in rule_ids
+        ),
+        key=str,
+    )

@@ -101,8 +101,9 @@ def test_direct_mode_has_no_batch_resources(direct):
     actions = {a for s in _trigger_statements(direct) for a in _actions(s)}
     assert not [a for a in actions if a.startswith("batch:")]
     assert "sagemaker:CreateTrainingJob" in actions
-    # job events hear SageMaker state changes only (the other rules run the price refresh)
-    assert len(_rules_of(direct, _events_function(direct))) == 1
+    # job events hear SageMaker's state changes only, of training jobs and (issue 37) of
+    # sweeps' tuning jobs (the other rules run the price refresh)
+    assert len(_rules_of(direct, _events_function(direct))) == 2
 
 
 def test_direct_mode_has_the_dashboard_and_the_wait_alarm(direct):
@@ -312,7 +313,7 @@ def test_batch_state_changes_of_this_queue_go_to_job_events(queue):
 def test_only_eventbridge_invokes_job_events_once_per_rule(queue):
     events_fn = _events_function(queue)
     rules = sorted(_rules_of(queue, events_fn))
-    assert len(rules) == 2
+    assert len(rules) == 3  # training jobs, Batch's service jobs, sweeps' tuning jobs
     permissions = [
         p["Properties"]
         for p in queue.find_resources("AWS::Lambda::Permission").values()

@@ -244,8 +244,11 @@ def test_trigger_and_job_events_get_teams_and_prices(launcher):
 def test_job_events_rule_matches_every_team_role(launcher):
     rules = launcher.find_resources("AWS::Events::Rule").values()
     patterns = [r["Properties"].get("EventPattern", {}) for r in rules]
-    (sagemaker,) = [p for p in patterns if p.get("source") == ["aws.sagemaker"]]
-    assert len(sagemaker["detail"]["RoleArn"]) == 2
+    by_type = {p["detail-type"][0]: p for p in patterns if p.get("source") == ["aws.sagemaker"]}
+    training = by_type["SageMaker Training Job State Change"]
+    tuning = by_type["SageMaker HyperParameter Tuning Job State Change"]  # sweeps (issue 37)
+    assert len(training["detail"]["RoleArn"]) == 2
+    assert len(tuning["detail"]["TrainingJobDefinition"]["RoleArn"]) == 2
 
 
 def test_api_still_goes_only_through_the_http_alias(launcher):

@@ -27,6 +27,9 @@ from jobmodel.jobs import queue_state, training_state
 from jobmodel.jobs.attempts import ATTEMPT_HINT
 
 SAGEMAKER = ("aws.sagemaker", training_state.EVENT_DETAIL_TYPE)
+# A sweep's tuning job (issue 37): its own state changes, and its trials' (training jobs that
+# name it in ``TuningJobArn``) move the sweep on through the trigger's ``refresh``.
+TUNING = ("aws.sagemaker", "SageMaker HyperParameter Tuning Job State Change")
 BATCH = ("aws.batch", queue_state.EVENT_DETAIL_TYPE)
 _TIME_RE = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z")
 
@@ -44,6 +47,8 @@ class Observation:
     event_id: str | None = None
     # Who the event's job belongs to, as far as the event says (``ownership.owner_of``).
     owner: dict[str, str] = field(default_factory=dict)
+    # A sweep's tuning job or trial: the sweep (``job_name``) is refreshed, nothing recorded.
+    sweep: bool = False
 
     @property
     def source(self) -> str:
@@ -55,9 +60,10 @@ def parse(event: Any) -> Observation:
     if not isinstance(event, dict):
         raise Malformed("the event is not an object")
     kind = (event.get("source"), event.get("detail-type"))
-    if kind not in (SAGEMAKER, BATCH):
+    if kind not in (SAGEMAKER, BATCH, TUNING):
         raise Malformed(
-            f"not a {SAGEMAKER[1]!r} ({SAGEMAKER[0]}) or {BATCH[1]!r} ({BATCH[0]}) event"
+            f"not a {SAGEMAKER[1]!r} ({SAGEMAKER[0]}), {TUNING[1]!r} or {BATCH[1]!r} "
+            f"({BATCH[0]}) event"
         )
     detail = event.get("detail")
     if not isinstance(detail, dict):
@@ -67,11 +73,32 @@ def parse(event: Any) -> Observation:
         raise Malformed("time is not an ISO 8601 UTC timestamp")
     event_id = event.get("id") if isinstance(event.get("id"), str) else None
     try:
+        if kind == TUNING or (kind == SAGEMAKER and detail.get("TuningJobArn")):
+            return _sweep(detail, event_id)
         if kind == SAGEMAKER:
             return _sagemaker(detail, _ms(when), event_id)
         return _batch(detail, event_id)
     except ValueError as err:
         raise Malformed(str(err)) from None
+
+
+def _sweep(detail: dict[str, Any], event_id: str | None) -> Observation:
+    """A tuning job's event (its name) or a trial's (its ``TuningJobArn``'s last part); the
+    owner from the trial, or from the tuning job's definition."""
+    name = detail.get("HyperParameterTuningJobName")
+    if not isinstance(name, str):
+        arn = detail.get("TuningJobArn")
+        name = arn.rsplit("/", 1)[-1] if isinstance(arn, str) and "/" in arn else None
+    if not isinstance(name, str) or not JOB_NAME_RE.fullmatch(name):
+        raise ValueError("no valid tuning job name")
+    owner_detail = dict(detail)
+    definition = detail.get("TrainingJobDefinition")
+    if "RoleArn" not in owner_detail and isinstance(definition, dict):
+        owner_detail["RoleArn"] = definition.get("RoleArn")
+    update = {"status_source": "sagemaker"}
+    return Observation(
+        job_name=name, update=update, event_id=event_id, owner=owner_of(owner_detail), sweep=True
+    )
 
 
 def _sagemaker(detail: dict[str, Any], when_ms: int | None, event_id: str | None) -> Observation:
