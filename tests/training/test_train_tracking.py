@@ -230,3 +230,33 @@ def test_every_mlflow_call_the_tracker_makes_is_in_the_authorization_check(
         assert tracker.client is not None, f"attempt {attempt} stopped tracking"
     assert called and set(called) <= set(CLIENT_CALLS), sorted(set(called) - set(CLIENT_CALLS))
     assert {"create_run", "log_batch", "set_terminated", "update_run"} <= set(called)
+
+
+def test_a_sweeps_trials_log_their_own_runs_under_the_sweeps_parent_run(server, data, tmp_path):
+    """A tuner's trial (issue 37) has the sweep's environment (its run name is the sweep's);
+    the tuner adds ``_tuning_objective_metric`` to its hyperparameters. Each trial logs a run
+    of its own, named as its training job, under one parent run named as the sweep."""
+    from mlflow.tracking import MlflowClient
+
+    sweep = "nlp-lr-20261128-1100-ab12"
+    trials = [f"{sweep}-001-0a1b2c3d", f"{sweep}-002-4e5f6a7b"]
+    for n, trial in enumerate(trials):
+        env = _env(tmp_path / trial, data, server)
+        env |= {
+            N.ENV_MLFLOW_EXPERIMENT_NAME: "sweeps",
+            N.ENV_MLFLOW_RUN_NAME: sweep,
+            "TRAINING_JOB_NAME": trial,
+            "SM_HPS": json.dumps({"_tuning_objective_metric": "eval_loss"}),
+        }
+        res = run_entry(_args(tmp_path / trial / "ckpt", max_steps=2), env, timeout=600)
+        assert res.returncode == 0, (n, res.stderr[-3000:])
+    client = MlflowClient(server)
+    experiment = client.get_experiment_by_name("sweeps")
+    runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+    assert sorted(runs) == sorted([sweep, *trials])
+    parent = runs[sweep].info.run_id
+    for trial in trials:
+        tags = runs[trial].data.tags
+        assert tags["mlflow.parentRunId"] == parent and tags["ftl.sweep"] == sweep
+        assert tags["ftl.model_s3_uri"].endswith(f"/{trial}/output/model.tar.gz")
+        assert "final/eval_loss" in runs[trial].data.metrics

@@ -15,6 +15,12 @@ experiment with the job's name, else creates it. It logs the hyperparameters as 
 job's facts as tags, every logging step's training and eval metrics with their step, then
 the final metrics (``final/<name>``) and the model's S3 URI. Tracking never fails training:
 the first error is logged as a warning and tracking stops for the rest of the job.
+
+A sweep's trial (issue 37: its hyperparameters carry the tuner's ``_tuning_objective_metric``)
+has the sweep's environment, so its run name is the sweep's: the trial logs to a run of its
+own, named as its training job, under the sweep's parent run (``mlflow.parentRunId``), which
+the first trial to start creates (the oldest run of that name is the parent, should two
+trials start at once).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import json
 import math
 import os
 import sys
@@ -56,6 +63,8 @@ REQUIREMENTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "require
 # Fail fast when the server cannot be reached (MLflow's default retries for minutes).
 HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
 _MAX_PARAM = 6000  # MLflow's limit on a param's value
+TUNING_OBJECTIVE = "_tuning_objective_metric"  # what SageMaker's tuner adds to a trial's
+PARENT_TAG = "mlflow.parentRunId"  # MLflow's own tag for a nested run
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,7 @@ class Settings:
     tags: Mapping[str, str]
     output_s3_uri: str
     training_job: str
+    parent_run: str = ""  # a sweep's trial: the sweep's run, this run's parent
 
     @property
     def model_s3_uri(self) -> str:
@@ -82,16 +92,31 @@ def settings(environ: Mapping[str, str]) -> Settings | None:
     if not uri or not run_name:
         return None
     tags = {tag: environ[var] for tag, var in TAG_VARIABLES.items() if environ.get(var)}
+    # SageMaker names the training job in the container's environment; a chain's later
+    # attempts are <job>-a<n>, a sweep's trials <sweep>-<n>-<hex>.
+    training_job = environ.get("TRAINING_JOB_NAME") or run_name
+    parent = ""
+    if _is_trial(environ) and training_job != run_name:
+        parent, run_name = run_name, training_job
     return Settings(
         uri=uri,
-        experiment=environ.get(ENV_EXPERIMENT_NAME) or run_name,
+        experiment=environ.get(ENV_EXPERIMENT_NAME) or parent or run_name,
         run_name=run_name,
         tags=tags,
         output_s3_uri=environ.get(ENV_OUTPUT_S3_URI, ""),
-        # SageMaker names the training job in the container's environment; a chain's later
-        # attempts are <job>-a<n>.
-        training_job=environ.get("TRAINING_JOB_NAME") or run_name,
+        training_job=training_job,
+        parent_run=parent,
     )
+
+
+def _is_trial(environ: Mapping[str, str]) -> bool:
+    """Whether this job is a tuner's trial: the toolkit's ``SM_HPS`` holds the objective the
+    tuner adds to each trial's hyperparameters."""
+    try:
+        hps = json.loads(environ.get("SM_HPS") or "{}")
+    except ValueError:
+        return False
+    return isinstance(hps, dict) and TUNING_OBJECTIVE in hps
 
 
 def ensure_client(uri: str, environ: Mapping[str, str]) -> bool:
@@ -171,6 +196,9 @@ class Tracker(TrainerCallback):
         )
         run_id = self._existing_run(client, experiment_id)
         tags = {**self.config.tags, "ftl.training_job": self.config.training_job}
+        if self.config.parent_run:
+            tags[PARENT_TAG] = self._parent(client, experiment_id)
+            tags["ftl.sweep"] = self.config.parent_run
         if run_id is None:
             run = client.create_run(experiment_id, run_name=self.config.run_name, tags=tags)
             run_id = run.info.run_id
@@ -204,6 +232,23 @@ class Tracker(TrainerCallback):
             [experiment_id], filter_string=f"attributes.run_name = '{name}'", max_results=1
         )
         return found[0].info.run_id if found else None
+
+    def _parent(self, client: Any, experiment_id: str) -> str:
+        """The sweep's run (a trial's parent): found by its name, else created; of two
+        created at once, the oldest."""
+        name = self.config.parent_run.replace("'", "")
+        query = f"attributes.run_name = '{name}'"
+        found = client.search_runs([experiment_id], filter_string=query, max_results=1)
+        if not found:
+            tags = {"ftl.template": self.config.tags.get("ftl.template", ""), "ftl.kind": "sweep"}
+            client.create_run(experiment_id, run_name=self.config.parent_run, tags=tags)
+            found = client.search_runs(
+                [experiment_id],
+                filter_string=query,
+                order_by=["attributes.start_time ASC"],
+                max_results=1,
+            )
+        return str(found[0].info.run_id)
 
     def _remember(self, run_id: str) -> None:
         if self.checkpoint_dir:
