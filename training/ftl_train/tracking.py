@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import logging
 import json
+import logging
 import math
 import os
 import sys
