@@ -124,7 +124,8 @@ class SchedulerConfig:
             env[ENV_QUEUE_SHARE_POLICY] = self.share_policy
             if self.capacity_instances is not None:
                 env[ENV_QUEUE_CAPACITY] = str(self.capacity_instances)
-            env[ENV_QUEUE_SWEEPS] = self.queue_sweeps
+            if self.queue_sweeps != "off":
+                env[ENV_QUEUE_SWEEPS] = self.queue_sweeps
         return env
 
     @property

@@ -47,6 +47,8 @@ DESCRIBE_BEFORE = (
     "model_package_version", "model_approval_status",
     # issue 36: an evaluation job's kind and evaluated job; a job's evaluation
     "kind", "evaluation_of", "evaluation",
+    # issue 37: a sweep's definition and progress
+    "sweep",
 )  # fmt: skip
 
 
