@@ -421,3 +421,34 @@ def test_outputs_name_the_queue_and_the_dashboard(queue):
     assert outputs["JobQueueArn"]["Value"]["Fn::GetAtt"][1] == "JobQueueArn"
     (dashboard,) = queue.find_resources("AWS::CloudWatch::Dashboard")
     assert outputs["FleetDashboardName"]["Value"] == {"Ref": dashboard}
+
+
+# -------------------------------------------------------------------- sweeps (issue 37)
+TUNER_ACTIONS = {
+    "sagemaker:CreateHyperParameterTuningJob",
+    "sagemaker:DescribeHyperParameterTuningJob",
+    "sagemaker:ListTrainingJobsForHyperParameterTuningJob",
+    "sagemaker:StopHyperParameterTuningJob",
+}
+
+
+def test_queue_mode_grants_the_tuner_only_when_sweeps_run_beside_the_queue(queue):
+    """``ftl:queueSweeps``: ``off`` (the default) keeps the trigger off the tuner;
+    ``outside-queue`` gives it a direct deployment's tuner statements and the variable."""
+    off = {a for s in _trigger_statements(queue) for a in _actions(s)}
+    assert not off & TUNER_ACTIONS
+    assert "FTL_QUEUE_SWEEPS" not in _trigger(queue)[1]["Properties"]["Environment"]["Variables"]
+    beside = template("launcher", **QUEUE_CONTEXT, **{"ftl:queueSweeps": "outside-queue"})
+    statements = _trigger_statements(beside)
+    assert TUNER_ACTIONS <= {a for s in statements for a in _actions(s)}
+    create = next(s for s in statements if s.get("Sid") == "CreateCatalogSweeps")
+    assert "sagemaker:InstanceTypes" in create["Condition"]["ForAllValues:StringEquals"]
+    env = _trigger(beside)[1]["Properties"]["Environment"]["Variables"]
+    assert env["FTL_QUEUE_SWEEPS"] == "outside-queue"
+
+
+def test_a_bad_queue_sweeps_value_names_the_key():
+    from ftl_constructs.settings import ContextError
+
+    with pytest.raises(ContextError, match="queueSweeps"):
+        template("launcher", **QUEUE_CONTEXT, **{"ftl:queueSweeps": "yes"})
