@@ -183,6 +183,11 @@ def lineage(job: Mapping[str, Any]) -> dict[str, str]:
         "cost_usd": job.get("cost_usd"),
         "attempts": len(attempts) if isinstance(attempts, list) and attempts else 1,
     }
+    # The training job that made the model, where it is not the job's own name: a chain's
+    # later attempt, a sweep's best trial (issue 37).
+    trained = rendered.get("TrainingJobName")
+    if trained and trained != fixed["job_name"]:
+        fixed["training_job"] = trained
     fixed.update(archive_kind(hps).lineage())
     entries = [(k, v) for k, v in fixed.items() if v not in (None, "")]
     metrics = job.get("final_metrics") or {}

@@ -135,6 +135,10 @@ def test_a_sweep_runs_under_the_tuner_to_its_registered_and_evaluated_best(swp):
     package = swp.sm.describe_model_package(ModelPackageName=ended["model_package_arn"])
     url = package["InferenceSpecification"]["Containers"][0]["ModelDataUrl"]
     assert url.endswith(f"/{best}/output/model.tar.gz"), url
+    lineage = package["CustomerMetadataProperties"]
+    assert lineage["job_name"] == name and lineage["training_job"] == best
+    tuned = progress["best"]["hyperparameters"]
+    assert float(lineage["hp.learning_rate"]) == pytest.approx(float(tuned["learning_rate"]))
     group = group_name(PLATFORM, TEMPLATE, "nlp")
     versions = swp.sm.list_model_packages(ModelPackageGroupName=group)["ModelPackageSummaryList"]
     assert len(versions) == 1
