@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..contract.errors import QuotaExceeded
+from ..contract.errors import QuotaExceeded, ValidationError
 from ..contract.names import JOB_KIND, SWEEP_KIND
 from ..contract.statuses import TERMINAL_STATUSES
 from ..teams import TeamLimits
@@ -36,6 +36,7 @@ from .pricing import cost_usd
 
 __all__ = [
     "USAGE",
+    "require_price",
     "Settlement",
     "Usage",
     "check_limits",
@@ -163,6 +164,29 @@ class Settlement:
     release: bool = False  # give the team's usage back now (with ``cost``)
     add_spend: float | None = None  # a cost learned after the release, to add to the spend
     late_cost: bool = False  # the cost of a job that had already ended became known
+
+
+def require_price(
+    limits: TeamLimits,
+    estimate: float | None,
+    *,
+    field: str,
+    what: str,
+    instance_type: str,
+    reason: str | None,
+) -> None:
+    """Refuse (``ValidationError`` on ``field``) a job whose cost is unknown (no price for
+    ``instance_type``: ``reason``) under a cost limit (``max_job_cost_usd`` or
+    ``monthly_budget_usd``): a limit cannot hold a cost it cannot bound."""
+    if estimate is not None or (
+        limits.max_job_cost_usd is None and limits.monthly_budget_usd is None
+    ):
+        return
+    raise ValidationError(
+        field,
+        f"{what} has a cost limit and the price of {instance_type} is unknown ({reason}); "
+        "choose a priced instance type or ask the platform team to add the price (ftl:prices)",
+    )
 
 
 def settle(before: Mapping[str, Any], after: Mapping[str, Any]) -> Settlement:

@@ -7,11 +7,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from ftl_ledger.ledger import Ledger
 from jobmodel.contract import names
 from jobmodel.money import limits as Q
+from jobmodel.teams import TeamLimits
+
+
+class TeamLike(Protocol):
+    """A team as a claim reads it: its name and limits (``jobmodel.teams.Team``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def limits(self) -> TeamLimits: ...
 
 
 class TeamUsage:
@@ -32,6 +43,33 @@ class TeamUsage:
     def peek(self, team: str) -> Q.Usage:
         """This month's usage, read only (a dry run, a check, whoami: nothing written)."""
         return Q.Usage.from_item(self.ledger.get_usage(team), self.month())
+
+    def claim(
+        self,
+        record: dict[str, Any],
+        token: dict[str, Any] | None,
+        team: TeamLike | None,
+        *,
+        count: int,
+        estimate: float | None,
+    ) -> None:
+        """Write a job's claim (and its client token) with the team's usage taking ``count``
+        instances and ``estimate`` USD, only while its limits still hold (``Q.claim_update``;
+        no team: the claim alone). The month the item still holds from before is started
+        first. Raises ``NameTaken``, ``TokenTaken`` or ``LimitRace`` (another claim took what
+        was left, or the month turned: check the limits again, then retry)."""
+        usage = None
+        if team is not None:
+            self.roll(team.name)
+            usage = Q.claim_update(
+                self.ledger.table,
+                team.name,
+                self.month(),
+                team.limits,
+                count=count,
+                estimate=estimate,
+            )
+        self.ledger.claim(record, token, usage)
 
     def release_update(self, job: Mapping[str, Any], cost: float | None) -> dict[str, Any]:
         """The usage half of a job's end, for this month (starting the month if needed; a job

@@ -35,7 +35,7 @@ from ftl_trigger.backends import Backends
 from ftl_trigger.records import Clock, Records, ledger_call
 from jobmodel import PlatformConfig, TemplateSpec, request_hash
 from jobmodel.contract import names
-from jobmodel.contract.errors import JobModelError, Throttled, ValidationError
+from jobmodel.contract.errors import JobModelError, Throttled
 from jobmodel.contract.statuses import Status
 from jobmodel.evaluation.launch import evaluation_job_name, evaluation_request, policy_of
 from jobmodel.jobs.job import Job
@@ -178,30 +178,20 @@ class EvaluationFlow:
         """Write the claim, adding it to the team's usage only if its limits hold (checked
         first, as a submit's are: a refusal raises the contract's error)."""
         for _ in range(MAX_RACES):
-            usage = None
             if team is not None:
                 limits = team.limits
-                if estimate is None and (
-                    limits.max_job_cost_usd is not None or limits.monthly_budget_usd is not None
-                ):
-                    raise ValidationError(
-                        "evaluation.instance_type",
-                        f"team {team.name} has a cost limit and the price of "
-                        f"{record['instance_type']} is unknown ({reason})",
-                    )
+                Q.require_price(
+                    limits,
+                    estimate,
+                    field="evaluation.instance_type",
+                    what=f"team {team.name}",
+                    instance_type=record["instance_type"],
+                    reason=reason,
+                )
                 usage_now = ledger_call(self.usage.peek, team.name)
                 Q.check_limits(limits, usage_now, team=team.name, count=1, estimate=estimate)
-                ledger_call(self.usage.roll, team.name)
-                usage = Q.claim_update(
-                    self.ledger.table,
-                    team.name,
-                    self.usage.month(),
-                    limits,
-                    count=1,
-                    estimate=estimate,
-                )
             try:
-                ledger_call(self.ledger.claim, record, None, usage)
+                ledger_call(self.usage.claim, record, None, team, count=1, estimate=estimate)
             except LimitRace:
                 continue
             return

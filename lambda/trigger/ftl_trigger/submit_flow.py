@@ -30,7 +30,6 @@ from ftl_trigger.records import Clock, Records, ledger_call
 from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.views import JobViews
 from jobmodel import (
-    ValidationError,
     make_job_name,
     request_hash,
     validate_submit,
@@ -145,21 +144,15 @@ class SubmitFlow:
                 req, caller, fingerprint, price, estimate, reason, steps
             )
             self.backends.chosen.check(job, rendered)  # e.g. queue mode's 10 KiB, before any write
-            usage = None
-            if team is not None:
-                # The check read only; a month the item still holds from before is started
-                # now, just before the claim that expects this month.
-                ledger_call(self.usage.roll, team.name)
-                usage = Q.claim_update(
-                    self.ledger.table,
-                    team.name,
-                    self.usage.month(),
-                    team.limits,
+            try:
+                ledger_call(
+                    self.usage.claim,
+                    job,
+                    token,
+                    team,
                     count=req.instance_count,
                     estimate=estimate,
                 )
-            try:
-                ledger_call(self.ledger.claim, job, token, usage)
             except NameTaken:
                 names += 1
                 continue  # a random suffix collided; draw another name
@@ -189,15 +182,14 @@ class SubmitFlow:
         if team is None:
             return []
         limits = team.limits
-        if estimate is None and (
-            limits.max_job_cost_usd is not None or limits.monthly_budget_usd is not None
-        ):
-            raise ValidationError(
-                "instance_type",
-                f"team {team.name} has a cost limit and the price of {req.instance_type} is "
-                f"unknown ({reason}); choose a priced instance type or ask the platform team "
-                "to add the price (ftl:prices)",
-            )
+        Q.require_price(
+            limits,
+            estimate,
+            field="instance_type",
+            what=f"team {team.name}",
+            instance_type=req.instance_type,
+            reason=reason,
+        )
         # Read only: a refused submit (or a dry run) writes nothing, not even the usage item.
         usage = ledger_call(self.usage.peek, team.name)
         return Q.check_limits(

@@ -291,21 +291,11 @@ class SweepFlow:
     ) -> None:
         """Write the claim, adding the worst case and the instances to the team's usage only
         while its limits hold (checked again after a lost race)."""
-        team = caller.team
         for _ in range(MAX_RACES):
-            usage = None
-            if team is not None:
-                ledger_call(self.usage.roll, team.name)
-                usage = Q.claim_update(
-                    self.ledger.table,
-                    team.name,
-                    self.usage.month(),
-                    team.limits,
-                    count=instances,
-                    estimate=worst,
-                )
             try:
-                ledger_call(self.ledger.claim, record, token, usage)
+                ledger_call(
+                    self.usage.claim, record, token, caller.team, count=instances, estimate=worst
+                )
             except LimitRace:
                 self._check_limits(caller, sweep, worst, instances)
                 continue
