@@ -112,7 +112,7 @@ class TunerBackend:
                 trial_count=count,
             )
 
-        job = self.host.write(job, change)  # type: ignore[arg-type]
+        job = self.host.write(job, change)
         after = from_record(job)
         if over_cap(after):
             spend, cap = (after.sweep or {}).get("spend_usd"), (after.sweep or {}).get("cap_usd")
