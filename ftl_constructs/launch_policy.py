@@ -20,7 +20,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 
-from ftl_constructs.nag import acknowledge
+from ftl_constructs.nag import acknowledge, acknowledge_resource
 from jobmodel import TemplateSpec
 from jobmodel.contract.names import PLATFORM_TAG_KEY, TEAM_TAG_KEY
 from jobmodel.instances import INSTANCE_TYPES
@@ -284,6 +284,36 @@ def _tuning_statements(
             resources=sweeps,
         ),
     ]
+
+
+def acknowledge_job_arns(
+    policy: iam.Policy, jobs: Sequence[str], sweeps: Sequence[str], *, queue_mode: bool
+) -> None:
+    """cdk-nag's IAM5 on the job (``jobs``) and tuning-job (``sweeps``) ARN patterns the
+    trigger's statements name, with why each wildcard is there."""
+    reason = (
+        "Job names are generated per request at run time (in teams mode under the "
+        "team's '<team>-' prefix); creation is pinned by condition keys to the catalog's "
+        "instance types, runtime, KMS key, network settings and the platform tag, "
+        "and describing and stopping to jobs tagged by this platform."
+    )
+    if queue_mode:
+        reason = (
+            "Job names are generated per request at run time (in teams mode under the "
+            "team's '<team>-' prefix; Batch prefixes 'AWSBatch'); the trigger creates no "
+            "job in queue mode, and describes and stops only jobs tagged by this platform."
+        )
+    for arn in jobs:
+        acknowledge_resource(policy, arn, reason)
+    for arn in sweeps:
+        acknowledge_resource(
+            policy,
+            arn,
+            "A sweep's tuning job is named per request at run time like a job (in "
+            "teams mode under the team's '<team>-' prefix); creation is pinned by the "
+            "same condition keys as a training job's, and Describe, Stop and "
+            "ListTrainingJobsForHyperParameterTuningJob support no condition key.",
+        )
 
 
 def grant_job_lookup(policy: iam.Policy) -> None:

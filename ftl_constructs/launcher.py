@@ -25,6 +25,7 @@ from ftl_constructs.job_queue import JobQueue
 from ftl_constructs.job_template import TrainingJobTemplate
 from ftl_constructs.launch_policy import (
     SWEEP_STATEMENTS,
+    acknowledge_job_arns,
     grant_job_lookup,
     grant_quota_read,
     launch_statements,
@@ -32,7 +33,7 @@ from ftl_constructs.launch_policy import (
     tuning_job_arns,
 )
 from ftl_constructs.launcher_http import http_api
-from ftl_constructs.nag import acknowledge_resource, checkov_skip
+from ftl_constructs.nag import checkov_skip
 from ftl_constructs.platform_function import PlatformFunction
 from ftl_constructs.settings import ApiSettings
 from ftl_constructs.training_role import TrainingRole
@@ -314,10 +315,10 @@ class JobLauncher(Construct):
             training_plans=[p.arn for p in self.capacity.plans],
         )
         jobs = training_job_arns(stack, teams)
+        # Sweeps (issue 37): always in direct mode; in queue mode beside the queue if opted in.
+        sweeps = self.job_queue is None or self.job_queue.settings.sweeps == "outside-queue"
         if self.job_queue is not None:
-            kept = QUEUE_MODE_STATEMENTS
-            if self.job_queue.settings.sweeps == "outside-queue":
-                kept += SWEEP_STATEMENTS  # sweeps beside the queue (issue 37)
+            kept = QUEUE_MODE_STATEMENTS + (SWEEP_STATEMENTS if sweeps else ())
             statements = [s for s in statements if s.sid in kept]
             batch_jobs = self.job_queue.training_job_arns(teams) if teams else []
             for statement in statements:
@@ -328,30 +329,12 @@ class JobLauncher(Construct):
             )
             grant.apply_before(self.function)
         policy.add_statements(*statements)
-        reason = (
-            "Job names are generated per request at run time (in teams mode under the "
-            "team's '<team>-' prefix); creation is pinned by condition keys to the catalog's "
-            "instance types, runtime, KMS key, network settings and the platform tag, "
-            "and describing and stopping to jobs tagged by this platform."
+        acknowledge_job_arns(
+            policy,
+            jobs,
+            tuning_job_arns(stack, teams) if sweeps else [],
+            queue_mode=self.job_queue is not None,
         )
-        if self.job_queue is not None:
-            reason = (
-                "Job names are generated per request at run time (in teams mode under the "
-                "team's '<team>-' prefix; Batch prefixes 'AWSBatch'); the trigger creates no "
-                "job in queue mode, and describes and stops only jobs tagged by this platform."
-            )
-        for arn in jobs:
-            acknowledge_resource(policy, arn, reason)
-        if self.job_queue is None or self.job_queue.settings.sweeps == "outside-queue":
-            for arn in tuning_job_arns(stack, teams):
-                acknowledge_resource(
-                    policy,
-                    arn,
-                    "A sweep's tuning job is named per request at run time like a job (in "
-                    "teams mode under the team's '<team>-' prefix); creation is pinned by the "
-                    "same condition keys as a training job's, and Describe, Stop and "
-                    "ListTrainingJobsForHyperParameterTuningJob support no condition key.",
-                )
         policy.add_statements(
             iam.PolicyStatement(
                 sid="JobLedger",

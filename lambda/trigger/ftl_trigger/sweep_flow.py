@@ -93,35 +93,7 @@ class SweepFlow:
     def sweep(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict[str, Any], bool]:
         rt = self.settings
         team = caller.submitting_team()
-        if not rt.scheduler.sweeps:
-            raise ValidationError(
-                "action",
-                "this platform schedules jobs through its AWS Batch queue, and a sweep's trials "
-                "are SageMaker's tuner's, which the queue cannot see: sweeps are off here. The "
-                "platform team can run them beside the queue (ftl:queueSweeps=outside-queue), "
-                "admitted by each team's quota and budget",
-            )
-        base = {k: v for k, v in params.items() if k not in SWEEP_FIELDS}
-        req = validate_submit(
-            base,
-            rt.catalog,
-            rt.platform,
-            team=team,
-            scheduler=rt.scheduler.scheduler,
-            queue_capacity=rt.scheduler.capacity_instances,
-            tracking=rt.tracking,
-        )
-        spec = rt.catalog[req.template]
-        if spec.capacity_chain:
-            raise ValidationError(
-                "template",
-                f"template {spec.name} cannot be swept: its capacity chain moves a job between "
-                "capacities, which the tuner cannot do",
-            )
-        sweep = parse_sweep(
-            spec,
-            {**params, "instance_type": req.instance_type, "instance_count": req.instance_count},
-        )
+        req, sweep = self._validated(params, team)
         fingerprint = _fingerprint(req.fingerprint(), params)
         if req.client_token is not None and not req.dry_run:
             existing = ledger_call(self.ledger.get_token, req.client_token, caller.team_name)
@@ -159,23 +131,8 @@ class SweepFlow:
             )
             tuning = render_tuning_job(sweep, trial, name=name)
             if req.dry_run:
-                return {
-                    "dry_run": True,
-                    "job_name": name,
-                    "kind": names.SWEEP_KIND,
-                    "template": spec.name,
-                    "team": caller.team_name,
-                    "price_usd_per_hour": price,
-                    "per_trial_max_usd": per_trial,
-                    "worst_case_usd": worst,
-                    "cap_usd": sweep.cap_usd,
-                    "trials": sweep.max_trials,
-                    "parallel": sweep.max_parallel,
-                    "instances_held": instances,
-                    "checks": checks,
-                    "not_carried": not_carried(trial),
-                    "request": tuning,
-                }, False
+                answer = {"job_name": name, "team": caller.team_name, "request": tuning}
+                return self._dry_run(answer, req, sweep, trial, price, checks), False
             record = self._record(
                 req, sweep, caller, name, trial, tuning, price, worst, instances, fingerprint
             )
@@ -199,6 +156,69 @@ class SweepFlow:
             started = self.backends.of(record).start(record, tuning)
             return self.views.view(started, detail=True), True
         raise UpstreamError(f"could not allocate a unique job name after {NAME_ATTEMPTS} attempts")
+
+    def _validated(self, params: Mapping[str, Any], team: Any) -> tuple[Any, Any]:
+        """The trials' submit request and the sweep's own fields, each validated (a refusal
+        raises the contract's error and writes nothing)."""
+        rt = self.settings
+        if not rt.scheduler.sweeps:
+            raise ValidationError(
+                "action",
+                "this platform schedules jobs through its AWS Batch queue, and a sweep's trials "
+                "are SageMaker's tuner's, which the queue cannot see: sweeps are off here. The "
+                "platform team can run them beside the queue (ftl:queueSweeps=outside-queue), "
+                "admitted by each team's quota and budget",
+            )
+        base = {k: v for k, v in params.items() if k not in SWEEP_FIELDS}
+        req = validate_submit(
+            base,
+            rt.catalog,
+            rt.platform,
+            team=team,
+            scheduler=rt.scheduler.scheduler,
+            queue_capacity=rt.scheduler.capacity_instances,
+            tracking=rt.tracking,
+        )
+        spec = rt.catalog[req.template]
+        if spec.capacity_chain:
+            raise ValidationError(
+                "template",
+                f"template {spec.name} cannot be swept: its capacity chain moves a job between "
+                "capacities, which the tuner cannot do",
+            )
+        sweep = parse_sweep(
+            spec,
+            {**params, "instance_type": req.instance_type, "instance_count": req.instance_count},
+        )
+        return req, sweep
+
+    @staticmethod
+    def _dry_run(
+        answer: dict[str, Any],
+        req: Any,
+        sweep: Any,
+        trial: dict[str, Any],
+        price: float,
+        checks: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        """What a dry run shows: the estimate, the checks, the tuning request, what the
+        trials run without."""
+        per_trial = estimate_max_cost_usd(price, req.instance_count, req.max_runtime_seconds)
+        return {
+            "dry_run": True,
+            "kind": names.SWEEP_KIND,
+            "template": req.template,
+            "price_usd_per_hour": price,
+            "per_trial_max_usd": per_trial,
+            "worst_case_usd": worst_case_usd(sweep, price, req.max_runtime_seconds),
+            "cap_usd": sweep.cap_usd,
+            "trials": sweep.max_trials,
+            "parallel": sweep.max_parallel,
+            "instances_held": sweep.max_parallel * req.instance_count,
+            "checks": checks,
+            "not_carried": not_carried(trial),
+            **answer,
+        }
 
     def refresh(self, name: str, caller: Caller) -> dict[str, Any]:
         """The job-events function's word that a sweep's tuning job or one of its trials
