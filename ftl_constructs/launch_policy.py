@@ -167,6 +167,21 @@ def launch_statements(
     ]
 
 
+def _deny_ebs_without_key(sid: str, action: str, resources: list[str]) -> iam.PolicyStatement:
+    """Deny ``sagemaker:<action>`` on an EBS instance type without the platform's volume key
+    (``ForAnyValue`` over the request's types; ``VolumeKmsKeyArn`` absent)."""
+    return iam.PolicyStatement(
+        sid=sid,
+        effect=iam.Effect.DENY,
+        actions=[f"sagemaker:{action}"],
+        resources=resources,
+        conditions={
+            "ForAnyValue:StringEquals": {"sagemaker:InstanceTypes": list(EBS_INSTANCE_TYPES)},
+            "Null": {VOLUME_KMS_KEY: "true"},
+        },
+    )
+
+
 def _create_statements(
     jobs: list[str], conditions: dict[str, dict[str, Any]], training_plans: Sequence[str]
 ) -> list[iam.PolicyStatement]:
@@ -198,16 +213,7 @@ def _create_statements(
             resources=jobs,
             conditions={"Bool": {"sagemaker:EnableRemoteDebug": "true"}},
         ),
-        iam.PolicyStatement(
-            sid="DenyEbsVolumesWithoutPlatformKey",
-            effect=iam.Effect.DENY,
-            actions=["sagemaker:CreateTrainingJob"],
-            resources=jobs,
-            conditions={
-                "ForAnyValue:StringEquals": {"sagemaker:InstanceTypes": list(EBS_INSTANCE_TYPES)},
-                "Null": {VOLUME_KMS_KEY: "true"},
-            },
-        ),
+        _deny_ebs_without_key("DenyEbsVolumesWithoutPlatformKey", "CreateTrainingJob", jobs),
         iam.PolicyStatement(
             sid="TagJobsAtCreation",
             actions=["sagemaker:AddTags"],
@@ -256,15 +262,8 @@ def _tuning_statements(
             resources=sweeps,
             conditions=tuning,
         ),
-        iam.PolicyStatement(
-            sid="DenySweepEbsVolumesWithoutPlatformKey",
-            effect=iam.Effect.DENY,
-            actions=["sagemaker:CreateHyperParameterTuningJob"],
-            resources=sweeps,
-            conditions={
-                "ForAnyValue:StringEquals": {"sagemaker:InstanceTypes": list(EBS_INSTANCE_TYPES)},
-                "Null": {VOLUME_KMS_KEY: "true"},
-            },
+        _deny_ebs_without_key(
+            "DenySweepEbsVolumesWithoutPlatformKey", "CreateHyperParameterTuningJob", sweeps
         ),
         iam.PolicyStatement(
             sid="TagSweepsAtCreation",

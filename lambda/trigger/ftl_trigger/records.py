@@ -9,7 +9,7 @@ builds one of each per container and hands each flow the ones it uses.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
@@ -19,6 +19,7 @@ from ftl_ledger.effects import EndEffects, Performer
 from ftl_ledger.ledger import Ledger
 from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.remote import map_aws_error
+from jobmodel.contract.errors import Conflict
 from jobmodel.jobs import effects as E
 from jobmodel.jobs.record import ChangeFor
 
@@ -26,6 +27,17 @@ __all__ = ["Clock", "Effects", "Records", "ledger_call"]
 
 LOG = logging.getLogger("ftl.trigger")
 R = TypeVar("R")
+
+
+def same_request(token: Mapping[str, Any], fingerprint: str) -> None:
+    """A client token replays only the request it was first used for: ``Conflict`` on
+    ``client_token`` naming that job otherwise."""
+    if token["fingerprint"] != fingerprint:
+        raise Conflict(
+            f"client_token {token['client_token']} was already used for a different request "
+            f"(job {token['job_name']})",
+            field="client_token",
+        )
 
 
 def ledger_call(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:

@@ -23,10 +23,10 @@ from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backends import Backends
 from ftl_trigger.chain_flow import ChainFlow
-from ftl_trigger.errors import Conflict, Throttled, UpstreamError
+from ftl_trigger.errors import Throttled, UpstreamError
 from ftl_trigger.identity import Caller
 from ftl_trigger.quota_gate import QuotaGate
-from ftl_trigger.records import Clock, Records, ledger_call
+from ftl_trigger.records import Clock, Records, ledger_call, same_request
 from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.views import JobViews
 from jobmodel import (
@@ -296,12 +296,7 @@ class SubmitFlow:
         return self.views.view(self.backends.of(job).start(job, rendered))
 
     def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
-        if token["fingerprint"] != fingerprint:
-            raise Conflict(
-                f"client_token {token['client_token']} was already used for a "
-                f"different request (job {token['job_name']})",
-                field="client_token",
-            )
+        same_request(token, fingerprint)
         deadline = time.monotonic() + WAIT_FOR_PEER_S
         delay = 0.02
         while True:

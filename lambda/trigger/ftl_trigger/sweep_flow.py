@@ -29,9 +29,9 @@ from ftl_ledger.job_codec import from_record, to_record
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backends import Backends
-from ftl_trigger.errors import Conflict, Throttled, UpstreamError
+from ftl_trigger.errors import Throttled, UpstreamError
 from ftl_trigger.identity import Caller
-from ftl_trigger.records import Clock, Records, ledger_call
+from ftl_trigger.records import Clock, Records, ledger_call, same_request
 from ftl_trigger.views import JobViews
 from jobmodel import ValidationError, make_job_name, request_hash, validate_submit
 from jobmodel.capacity.scheduler import SchedulerConfig
@@ -323,12 +323,7 @@ class SweepFlow:
         raise Throttled(f"team {caller.team_name}'s usage changed on every try; retry the sweep")
 
     def _replay(self, token: Mapping[str, Any], fingerprint: str) -> dict[str, Any]:
-        if token["fingerprint"] != fingerprint:
-            raise Conflict(
-                f"client_token {token['client_token']} was already used for a different "
-                f"request (job {token['job_name']})",
-                field="client_token",
-            )
+        same_request(token, fingerprint)
         job = ledger_call(self.ledger.get_job, token["job_name"])
         if job is None:
             raise UpstreamError(
