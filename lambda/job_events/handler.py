@@ -9,7 +9,7 @@ effects owed (``jobmodel.jobs.effects``); every event of the job, new or repeate
 the record still owes (``ftl_events.publish``: the announcement), so an announcement that
 failed is made by EventBridge's retry of the event. The ledger code is ``ftl_ledger`` (the
 trigger ships it too), the rules the job model's (``jobmodel``), both in this function's
-asset. Clients are created once per container, at import (``ftl_events.dependencies``).
+asset. Clients are created once per container, at import (``ftl_events.events_runtime``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import logging
 from typing import Any
 
 from ftl_events.apply import Outcome
-from ftl_events.dependencies import Runtime
+from ftl_events.events_runtime import Runtime
 from ftl_events.ownership import foreign_reason
 from ftl_events.parse import Malformed, Observation, parse
 from ftl_events.publish import complete_effects

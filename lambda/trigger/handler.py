@@ -11,7 +11,7 @@ from typing import Any
 
 from ftl_trigger import adapters, snapstart
 from ftl_trigger.actions import Launcher
-from ftl_trigger.dependencies import Runtime
+from ftl_trigger.trigger_runtime import Runtime
 from jobmodel import JobModelError
 
 # No level of its own: Lambda sets the root logger from the function's application log

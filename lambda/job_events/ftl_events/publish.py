@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from jobmodel.jobs import effects as E
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ftl_events.dependencies import Runtime
+    from ftl_events.events_runtime import Runtime
 
 
 def complete_effects(runtime: Runtime, job: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The typed base both functions' runtimes share (issue 35): the AWS clients' retry settings,
 and what the consequences of a job's change need (``ftl_ledger.consequences.Services``).
 
-``ftl_trigger.dependencies.Runtime`` and ``ftl_events.dependencies.Runtime`` each extend
+``ftl_trigger.trigger_runtime.Runtime`` and ``ftl_events.events_runtime.Runtime`` each extend
 :class:`FunctionRuntime`: they hold the clients it names (``sns``, ``events``, ``sagemaker``,
 ``s3``), the topic, the notification settings and how they make a client; it gives both the
 same notifier, S3 client on first use, registry client and performer factory.

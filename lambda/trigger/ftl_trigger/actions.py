@@ -2,7 +2,7 @@
 
 Each flow is an object given, by keyword, exactly what it uses: the runtime's clients and
 settings it reads (each flow names them in a ``Protocol`` of its own; the container's
-``dependencies.Runtime`` is all of them), the ledger, the records (``records.Records``: every
+``trigger_runtime.Runtime`` is all of them), the ledger, the records (``records.Records``: every
 change through the one writer), the clock, and the other flows it calls. No flow holds
 another's state.
 
@@ -36,7 +36,6 @@ from ftl_trigger.backends.host import StartRecorder
 from ftl_trigger.backends.queue.flow import QueueFlow
 from ftl_trigger.caller_flow import CallerFlow
 from ftl_trigger.chain_flow import ChainFlow
-from ftl_trigger.dependencies import Runtime
 from ftl_trigger.evaluation_flow import EvaluationFlow
 from ftl_trigger.identity import Caller
 from ftl_trigger.job_flow import JobFlow
@@ -48,6 +47,7 @@ from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.remote import map_aws_error
 from ftl_trigger.submit_flow import SubmitFlow
 from ftl_trigger.sweep_flow import SweepFlow
+from ftl_trigger.trigger_runtime import Runtime
 from ftl_trigger.views import JobViews
 from jobmodel.contract.errors import ValidationError
 from jobmodel.jobs.claims import SUBMIT_GRACE_S

@@ -500,7 +500,7 @@ def test_direct_capacity_error_says_how_to_queue(launcher, prefix):
 
 
 def test_runtime_reads_the_scheduler(tmp_path):
-    from ftl_trigger.dependencies import BATCH_CONFIG, Runtime
+    from ftl_trigger.trigger_runtime import BATCH_CONFIG, Runtime
     from jobmodel.capacity.scheduler import SchedulerConfig
     from tests.lambda_support import trigger_env
 

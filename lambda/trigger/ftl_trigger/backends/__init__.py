@@ -36,7 +36,7 @@ class Host(Protocol):
     """What a backend uses of the launcher: the runtime's clients and settings (``rt``) and
     the recording of starts (``host.StartRecorder``)."""
 
-    rt: Any  # ftl_trigger.dependencies.Runtime
+    rt: Any  # ftl_trigger.trigger_runtime.Runtime
     queue: Any  # ftl_trigger.backends.queue.flow.QueueFlow: queue mode's refresh and stop
 
     def write(self, job: dict[str, Any], change: ChangeFor) -> dict[str, Any]: ...

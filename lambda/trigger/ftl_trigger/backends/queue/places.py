@@ -41,7 +41,7 @@ NOT_LISTED = (
 
 
 class QueueSettings(Protocol):
-    """What a look reads of the runtime (``dependencies.Runtime``): the Batch client, the
+    """What a look reads of the runtime (``trigger_runtime.Runtime``): the Batch client, the
     queue's configuration, the templates and the clock."""
 
     batch: Any

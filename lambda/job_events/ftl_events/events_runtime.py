@@ -2,7 +2,7 @@
 the recorder (whose writer prints the metric lines and sends budget notifications), the SNS
 and EventBridge clients, the topics and bus (``ftl_ledger.notify``), the SageMaker client of
 the model registry (when the stacks made one), the platform's name and the clock (like
-``ftl_trigger.dependencies`` for the trigger)."""
+``ftl_trigger.trigger_runtime`` for the trigger)."""
 
 from __future__ import annotations
 
