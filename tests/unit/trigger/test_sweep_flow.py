@@ -126,6 +126,10 @@ def sweeping(moto_endpoint, monkeypatch, tmp_path):
         {"max_instances": 3, "max_job_cost_usd": 500.0, "monthly_budget_usd": 1000.0}
     )
     topic = client("sns", moto_endpoint).create_topic(Name=f"t-{table}")["TopicArn"]
+    sqs = client("sqs", moto_endpoint)
+    queue = sqs.create_queue(QueueName=f"q-{table}")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]
+    client("sns", moto_endpoint).subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn["QueueArn"])
     env |= {"FTL_TOPIC_ARN": topic, "FTL_MODEL_REGISTRY": "on"}
     launcher = Launcher(load_handler(TRIGGER_DIR, monkeypatch, env), moto_endpoint, table)
     tuner = Tuner(launcher.module.RUNTIME.sagemaker)
@@ -136,7 +140,19 @@ def sweeping(moto_endpoint, monkeypatch, tmp_path):
             ModelPackageGroupName=group_name(platform, TEMPLATE, team)
         )
     launcher.tuner = tuner  # type: ignore[attr-defined]
+    launcher.notices = lambda: _notices(sqs, queue)  # type: ignore[attr-defined]
     return launcher
+
+
+def _notices(sqs: Any, queue: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    while True:
+        got = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", [])
+        if not got:
+            return out
+        out += [json.loads(json.loads(m["Body"])["Message"]) for m in got]
+        for m in got:
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=m["ReceiptHandle"])
 
 
 def sweep(**extra: Any) -> dict[str, Any]:
@@ -253,6 +269,10 @@ def test_a_sweep_is_one_record_its_trials_are_charged_once_and_its_best_is_regis
     assert sorted(j["job_name"] for j in listed) == [name, f"{name}-eval"]
     line = next(j for j in listed if j["job_name"] == name)
     assert line["sweep"]["trials"]["completed"] == 2
+    # One started and one ended notice for the sweep, none for its trials.
+    about = [(n.get("event"), n.get("job_name")) for n in sweeping.notices()]
+    assert about.count(("started", name)) == 1 and about.count(("ended", name)) == 1, about
+    assert not [a for a in about if str(a[1]).startswith(f"{name}-0")]
 
 
 def test_a_sweep_at_its_cap_is_stopped(sweeping):
