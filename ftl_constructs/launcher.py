@@ -344,8 +344,9 @@ class JobLauncher(Construct):
                     arn,
                     "A sweep's tuning job is named per request at run time like a job (in "
                     "teams mode under the team's '<team>-' prefix); creation is pinned by the "
-                    "same condition keys as a training job's, and Describe, Stop and "
-                    "ListTrainingJobsForHyperParameterTuningJob support no condition key.",
+                    "same condition keys as a training job's, and describing, listing and "
+                    "stopping to tuning jobs that carry no other platform's tag (IfExists: "
+                    "a name with no tuning job must answer not found).",
                 )
         policy.add_statements(
             iam.PolicyStatement(

@@ -266,6 +266,22 @@ def _follow(d: Deployment, name: str, tags: dict[str, str]) -> list[Request]:
     ]
 
 
+@pytest.mark.parametrize("name", DIRECT)
+def test_another_platforms_tuning_jobs_cannot_be_described_listed_or_stopped(name, trigger_run):
+    """Like its training jobs, the trigger follows only the tuning jobs its platform tagged:
+    one tagged by another platform (under a name the deployment's grants cover) is refused."""
+    d, run = deployment(name), trigger_run(name)
+    (door, *_) = [door for door in CONFIGURATIONS[name][1] if door != "admin"]
+    own = run.sweeps.stopped[door]
+    tags = d.mapper.tuning_tags[own.lower()]
+    assert not denied(d.evaluate_all(_follow(d, own, tags)))
+    other = {**tags, "ftl:platform": "another-platform"}
+    outcomes = d.evaluate_all(_follow(d, own.replace("halt", "else"), other))
+    assert len(outcomes) >= 3 and all(not o.decision.allowed for o in outcomes), [
+        (o.request.action, o.decision.reason) for o in outcomes if o.decision.allowed
+    ]
+
+
 @pytest.mark.parametrize("name", TEAMS)
 def test_a_teams_sweeps_stay_its_own(name, trigger_run):
     """Teams mode. Through the trigger: a team's door neither describes nor stops another
