@@ -18,8 +18,10 @@ the action. Tags given at creation are an ``AddTags`` (``sagemaker:TaggingAction
 
 AWS does not document which spelling of the name it authorizes (SageMaker writes it
 lower-case in the ARNs it returns), so, as for a training job, a request must pass with both.
-The tuner names each trial ``<tuning job>-<NNN>-<8 hex>`` and tags it with the tuning job's
-tags: a trial's ``DescribeTrainingJob`` carries them as ``aws:ResourceTag``.
+The tuner names each trial ``<tuning job>-<NNN>-<8 hex>``, and "Tags that you specify for the
+tuning job are also added to all training jobs that the tuning job launches" (the model's
+``CreateHyperParameterTuningJobRequest.Tags``): a trial's ``DescribeTrainingJob`` carries them
+as ``aws:ResourceTag``.
 """
 
 from __future__ import annotations
