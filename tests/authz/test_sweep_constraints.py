@@ -42,6 +42,21 @@ def _catalog(name: str) -> list[dict[str, Any]]:
     return list(json.loads(deployment(name).trigger_catalog().read_text())["templates"])
 
 
+# Names and tag keys a submit accepts, beside the submits' own draws (which it often refuses).
+NAMES = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9 ._-]{0,127}", fullmatch=True)
+TAG_KEYS = st.text(st.sampled_from("aZ9_.:/=+-@ é\U0001d400"), min_size=1, max_size=64)
+
+
+def _scales(rule: dict[str, Any]) -> list[str]:
+    """The scales a range from the rule's min to its max may take."""
+    out = ["Auto", "Linear"]
+    if rule["min"] > 0:
+        out.append("Logarithmic")
+    if rule["type"] == "float" and 0 <= rule["min"] and rule["max"] < 1:
+        out.append("ReverseLogarithmic")
+    return out
+
+
 def _value_text() -> st.SearchStrategy[str]:
     """Free text whose JSON (as the tuner's categorical values are written) is at most 256
     characters, often at it."""
@@ -70,12 +85,12 @@ def sweeps(draw: Any, templates: list[dict[str, Any]], doors: list[str]) -> tupl
             values = draw(st.lists(_value_text(), min_size=1, max_size=30, unique=True))
         elif strategy == "Grid":  # a grid's numbers are categorical: its bounds
             values = [rule["min"], rule["max"]]
-        else:
-            scale = draw(st.sampled_from(SCALES))
+        else:  # mostly a scale the bounds allow (the others are refused)
+            scale = draw(st.one_of(st.sampled_from(_scales(rule)), st.sampled_from(SCALES)))
             ranges[name] = {"min": rule["min"], "max": rule["max"], "scale": scale}
             continue
         ranges[name] = {"values": values}
-    event = sweep_event(template, draw(st.text(min_size=1, max_size=128)))
+    event = sweep_event(template, draw(st.one_of(st.text(min_size=1, max_size=128), NAMES)))
     event.update(
         ranges=ranges,
         strategy=strategy,
@@ -85,7 +100,7 @@ def sweeps(draw: Any, templates: list[dict[str, Any]], doors: list[str]) -> tupl
         objective=draw(st.sampled_from(template["metrics"])),
         direction=draw(st.sampled_from(["Minimize", "Maximize"])),
         early_stopping="Off" if strategy == "Hyperband" else draw(st.sampled_from(["Off", "Auto"])),
-        tags=draw(st.dictionaries(TAG_TEXT, TAG_TEXT, max_size=50)),
+        tags=draw(st.dictionaries(st.one_of(TAG_TEXT, TAG_KEYS), TAG_TEXT, max_size=50)),
         cap_usd=1e15,
         dry_run=True,
     )
