@@ -157,7 +157,7 @@ def launch_statements(
     return [
         *_create_statements(jobs, conditions, training_plans),
         *_follow_statements(jobs, own_jobs),
-        *_tuning_statements(tuning_job_arns(stack, teams), conditions),
+        *_tuning_statements(tuning_job_arns(stack, teams), conditions, platform_name),
         iam.PolicyStatement(
             sid="PassTrainingRoleToSageMaker",
             actions=["iam:PassRole"],
@@ -244,17 +244,26 @@ def _follow_statements(
 
 
 def _tuning_statements(
-    sweeps: list[str], conditions: dict[str, dict[str, Any]]
+    sweeps: list[str], conditions: dict[str, dict[str, Any]], platform_name: str
 ) -> list[iam.PolicyStatement]:
     """A sweep's tuning job (issue 37): created under the conditions every training job is
     (the keys CreateHyperParameterTuningJob also lists: its definition's instance type,
     runtime, keys, network and tags; it lists no ``KeepAlivePeriod``), tagged at creation,
-    read, listed and stopped. Describe, Stop and ListTrainingJobsForHyperParameterTuningJob
-    list no condition key, so only the ARN (the team's name prefix) narrows them. Its trials
-    are training jobs named ``<sweep>-<n>-<hex>`` with the sweep's tags: the training-job
-    statements cover describing them."""
+    read, listed and stopped. Its trials are training jobs named ``<sweep>-<n>-<hex>`` with the
+    sweep's tags: the training-job statements cover describing them.
+
+    Describe, Stop and ListTrainingJobsForHyperParameterTuningJob list no condition key of
+    their own, but their resource type lists ``aws:ResourceTag``: a tuning job tagged by
+    another platform is refused, as its training jobs are. The condition is ``IfExists``
+    because the trigger tells a lost create from a started sweep by describing the name
+    (``backends/tuner``): a tuning job that does not exist has no tags, and must answer
+    ResourceNotFound, not AccessDenied (a training job is looked for with ``FindClaimedJobs``'
+    list instead; the trigger has no such list for tuning jobs)."""
     tuning = {k: dict(v) for k, v in conditions.items()}
-    tuning.pop("NumericLessThanEqualsIfExists", None)  # KeepAlivePeriod: not a tuner key
+    # KeepAlivePeriod is not a key of the create; the runtime is pinned IfExists, since AWS
+    # does not say whether it reads the definition's or the tuning job's own (which our
+    # requests leave out; DECISIONS, "A sweep is one job whose trials are the tuner's").
+    tuning["NumericLessThanEqualsIfExists"] = tuning.pop("NumericLessThanEquals")
     return [
         iam.PolicyStatement(
             sid="CreateCatalogSweeps",
@@ -281,6 +290,7 @@ def _tuning_statements(
                 "sagemaker:StopHyperParameterTuningJob",
             ],
             resources=sweeps,
+            conditions={"StringEqualsIfExists": {f"aws:ResourceTag/{PLATFORM_TAG}": platform_name}},
         ),
     ]
 
@@ -310,8 +320,9 @@ def acknowledge_job_arns(
             arn,
             "A sweep's tuning job is named per request at run time like a job (in "
             "teams mode under the team's '<team>-' prefix); creation is pinned by the "
-            "same condition keys as a training job's, and Describe, Stop and "
-            "ListTrainingJobsForHyperParameterTuningJob support no condition key.",
+            "same condition keys as a training job's, and describing, listing and "
+            "stopping to tuning jobs that carry no other platform's tag (IfExists: "
+            "a name with no tuning job must answer not found).",
         )
 
 

@@ -73,10 +73,13 @@ class TrainingRole(Construct):
                 SAGEMAKER_SERVICE,
                 conditions={
                     "StringEquals": {"aws:SourceAccount": stack.account},
+                    # A job's training job, or (issue 37) a sweep's tuning job: AWS does not
+                    # say which one SageMaker names when it starts a trial.
                     "ArnLike": {
-                        "aws:SourceArn": stack.format_arn(
-                            service="sagemaker", resource="training-job", resource_name="*"
-                        )
+                        "aws:SourceArn": [
+                            stack.format_arn(service="sagemaker", resource=kind, resource_name="*")
+                            for kind in ("training-job", "hyper-parameter-tuning-job")
+                        ]
                     },
                 },
             ),

@@ -160,10 +160,32 @@ def denied(outcomes: Iterable[Outcome]) -> list[str]:
 
 # ---------------------------------------------------------------------------- the trigger
 @dataclass
+class SweepRun:
+    """The sweeps of a direct configuration's run (issue 37), per door: ``started`` (door ->
+    every sweep started: one per sweepable template x allowed instance type, then the two
+    below), ``stopped`` and ``completed`` (door -> the sweep stopped after one trial ended,
+    and the one run to its end), ``refused`` (template -> the error of a template that cannot
+    be swept), ``dry_runs`` ((door, the dry run's request, what the sweep then sent)),
+    ``trials`` (each trial as the training job the tuner creates: its definition, name,
+    tuned hyperparameters and the tuning job's tags), ``answers`` (name -> the last answer),
+    ``crossed`` ((door, the other team's sweep, the answers, the calls made)."""
+
+    started: dict[str, list[str]] = field(default_factory=dict)
+    stopped: dict[str, str] = field(default_factory=dict)
+    completed: dict[str, str] = field(default_factory=dict)
+    refused: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dry_runs: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    trials: list[dict[str, Any]] = field(default_factory=list)
+    answers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    crossed: list[tuple[str, str, list[dict[str, Any]], list[Call]]] = field(default_factory=list)
+
+
+@dataclass
 class TriggerRun:
     calls: list[tuple[str, Call]]  # (door: team-<x> / admin / "", call)
     created: list[dict[str, Any]]  # CreateTrainingJob parameters, or Batch payloads
     responses: list[dict[str, Any]]
+    sweeps: SweepRun | None = None  # direct mode only (queue mode has no tuner rights)
 
 
 def create_model_groups(deployment: Deployment, sandbox: Any) -> None:
@@ -268,6 +290,9 @@ def run_trigger(
                     call("admin", {"action": "describe", "job_name": names[-1]})
                     call("admin", {"action": "stop", "job_name": names[-1]})
             calls += [("admin", c) for c in recorded]
+        sweeps = None
+        if not queue_arn_of(deployment):
+            sweeps = drive_sweeps(module, call, catalog, sandbox, doors, calls, monkeypatch)
     created = []
     for _, call in calls:
         if call.operation == "CreateTrainingJob":
@@ -277,7 +302,178 @@ def run_trigger(
             payload = json.loads(call.params["serviceRequestPayload"])
             batch_name = f"{BATCH_TRAINING_JOB_PREFIX}{call.params['jobName']}{'0' * 32}"
             created.append({**payload, "TrainingJobName": batch_name, "_queued": True})
-    return TriggerRun(calls, created, responses)
+    return TriggerRun(calls, created, responses, sweeps)
+
+
+def queue_arn_of(deployment: Deployment) -> str:
+    return deployment.trigger_env().get("FTL_JOB_QUEUE", "")
+
+
+# ---------------------------------------------------------------------------- sweeps (issue 37)
+HTTP_CALLERS = {
+    "": f"arn:aws:sts::{ACCOUNT}:assumed-role/data-scientists/alice",
+    "team-team-a": f"arn:aws:sts::{ACCOUNT}:assumed-role/team-a-scientists/alice",
+    "team-team-b": f"arn:aws:sts::{ACCOUNT}:assumed-role/team-b-research/bob",
+}
+
+
+def sweep_ranges(template: Mapping[str, Any]) -> dict[str, Any]:
+    """Every overridable hyperparameter of the template ranged at its bounds: numbers from
+    their min to their max, choices and booleans over every value (free text stays fixed)."""
+    ranges: dict[str, Any] = {}
+    for name, rule in sorted(template["overridable"].items()):
+        if rule.get("choices"):
+            ranges[name] = {"values": list(rule["choices"])}
+        elif rule["type"] == "bool":
+            ranges[name] = {"values": [True, False]}
+        elif rule["type"] in ("int", "float") and "min" in rule and "max" in rule:
+            ranges[name] = {"min": rule["min"], "max": rule["max"]}
+    return ranges
+
+
+def sweep_event(template: Mapping[str, Any], prefix: str, **extra: Any) -> dict[str, Any]:
+    metrics = list(template["metrics"])
+    return {
+        "template": template["name"],
+        "job_name": prefix,
+        "ranges": sweep_ranges(template),
+        "objective": "eval_loss" if "eval_loss" in metrics else metrics[0],
+        "direction": "Minimize",
+        "max_trials": 3,
+        "max_parallel": 2,
+        "cap_usd": 10_000_000.0,
+        **extra,
+    }
+
+
+def trial_jobs(tuner: Any, name: str, request: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The training jobs the tuner created for tuning job ``name``: its definition with each
+    trial's name, its tuned hyperparameters and the tuning job's tags."""
+    definition = request["TrainingJobDefinition"]
+    out = []
+    for trial in tuner.jobs[name].trials:
+        job = {k: v for k, v in definition.items() if k != "StaticHyperParameters"}
+        job["TrainingJobName"] = trial.name
+        job["HyperParameters"] = {**definition.get("StaticHyperParameters", {}), **trial.tuned}
+        job["Tags"] = list(request.get("Tags", []))
+        out.append(job)
+    return out
+
+
+def drive_sweeps(
+    module: Any,
+    call: Any,
+    catalog: Mapping[str, Any],
+    sandbox: Any,
+    doors: list[str],
+    calls: list[tuple[str, Call]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> SweepRun:
+    """Per door that submits: one sweep of every sweepable template x allowed instance type,
+    stopped; a dry run, then the same sweep (same name: the clock and the random hex held),
+    whose first trial ends before it is described and stopped; one run by the tuner stand-in
+    to Completed, described (its best trial registered and, with an evaluation policy,
+    evaluated). The HTTP door (``POST /sweeps``, ``POST /jobs/{name}/stop``) starts and stops
+    the stopped one. In teams mode each team then tries the other's sweep."""
+    from jobmodel.money.price_list import price_item_key
+    from tests.lambda_support import http_event
+
+    run = SweepRun()
+    tuner = sandbox.tuner
+    templates = catalog["templates"]
+    runtime = module.RUNTIME
+    # A sweep's cap needs its type's price: the Price List refresh's item, as the deployed
+    # price-refresh function stores it, for every catalog type (the ftl:prices override, where
+    # a configuration has one, still wins); written before anything is recorded.
+    listed = {t: 10.0 for template in templates for t in template["instance_types"]}
+    module.LAUNCHER.ledger.put_prices(
+        price_item_key(REGION),
+        json.dumps(listed, sort_keys=True),
+        source="the authorization check",
+        refreshed_at="2026-11-24T10:00:00Z",
+    )
+
+    def sweep(door: str, event: dict[str, Any]) -> dict[str, Any]:
+        answer = call(door, {"action": "sweep", **event, "client_token": uuid.uuid4().hex[:12]})
+        run.answers[answer["job_name"]] = answer
+        return answer
+
+    def http(door: str, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        event = http_event(method, path, body, user_arn=HTTP_CALLERS[door])
+        answer = module.handler(event, FakeContext(alias="http"))
+        parsed = json.loads(answer["body"])
+        if answer["statusCode"] not in (200, 201):
+            raise AssertionError(f"http {door} {method} {path}: {answer}")
+        return dict(parsed)
+
+    for door in [d for d in doors if d != "admin"]:
+        started = run.started.setdefault(door, [])
+        with recording() as recorded:
+            for template in templates:
+                for instance_type in template["instance_types"]:
+                    event = sweep_event(template, "all", instance_type=instance_type)
+                    answer = module.handler(
+                        {"action": "sweep", **event}, FakeContext(alias=door or None)
+                    )
+                    if "error" in answer:
+                        if answer["error"].get("field") != "template":
+                            raise AssertionError(f"{door} sweep {template['name']}: {answer}")
+                        run.refused[template["name"]] = answer["error"]
+                        break
+                    started.append(answer["job_name"])
+                    call(door, {"action": "stop", "job_name": answer["job_name"]})
+            spot = next(t for t in templates if t["name"] == "distilbert-spot")
+            # the dry run and the sweep under one name: the clock and the random hex held
+            frozen, fixed = runtime.now(), uuid.uuid4().hex[:4]
+            with monkeypatch.context() as mp:
+                mp.setattr(runtime, "now", lambda frozen=frozen: frozen)
+                mp.setattr(runtime, "random_hex", lambda fixed=fixed: fixed)
+                body = sweep_event(spot, "halt", max_trials=4)
+                dry = http(door, "POST", "/sweeps", {**body, "dry_run": True})
+                with recording() as sent:
+                    halted = http(door, "POST", "/sweeps", body)
+            assert halted["job_name"] == dry["job_name"], (dry["job_name"], halted["job_name"])
+            (create,) = [c.params for c in sent if c.operation == "CreateHyperParameterTuningJob"]
+            run.dry_runs.append((door, dry["request"], create))
+            name = halted["job_name"]
+            started.append(name)
+            run.stopped[door] = name
+            first = tuner.trials(name)[0]
+            tuner.run_trial(first)
+            tuner.finish_trial(first, objective=0.5, billable=600)
+            call(door, {"action": "describe", "job_name": name})
+            run.answers[name] = http(door, "POST", f"/jobs/{name}/stop")
+            run.answers[name] = call(door, {"action": "describe", "job_name": name})
+            best = sweep(door, sweep_event(spot, "best", max_trials=3, max_parallel=2))
+            name = best["job_name"]
+            started.append(name)
+            run.completed[door] = name
+            call(door, {"action": "describe", "job_name": name})
+            tuner.run_to_end(name, seconds_per_trial=1200)
+            run.answers[name] = call(door, {"action": "describe", "job_name": name})
+            call(door, {"action": "list"})
+        calls += [(door, c) for c in recorded]
+    if "admin" in doors:
+        with recording() as recorded:
+            for name in run.stopped.values():
+                run.answers[name] = call("admin", {"action": "describe", "job_name": name})
+        calls += [("admin", c) for c in recorded]
+    teams = [d for d in doors if d.startswith("team-")]
+    for door, other in zip(teams, teams[1:] + teams[:1], strict=True):
+        if door == other:
+            continue
+        theirs = run.stopped[other]
+        with recording() as recorded:
+            answers = [
+                module.handler({"action": action, "job_name": theirs}, FakeContext(alias=door))
+                for action in ("describe", "stop")
+            ]
+        run.crossed.append((door, theirs, answers, list(recorded)))
+        calls += [(door, c) for c in recorded]
+    for _, c in calls:
+        if c.operation == "CreateHyperParameterTuningJob":
+            run.trials += trial_jobs(tuner, c.params["HyperParameterTuningJobName"], c.params)
+    return run
 
 
 # ---------------------------------------------------------------------------- the other functions

@@ -27,7 +27,7 @@ from tests.authz.harness import CONFIGURATIONS, record_client
 from testsupport import IMAGE_ENTRYPOINT
 from testsupport.constraints.check import BATCH, SM, ConstraintsCheck
 from testsupport.constraints.model import _compiled, service_model
-from testsupport.constraints.rules import EVENTS, RULES, SNS, planted
+from testsupport.constraints.rules import EVENTS, RULES, SNS, TUNER, planted
 
 CHECK = ConstraintsCheck()
 # Patterns of the platform's operations with no faithful translation: none today. A pattern
@@ -310,7 +310,15 @@ def _good() -> dict[str, dict[str, Any]]:
     notice = N.job_notice(N.ENDED, job, "j-1/announce", region="us-east-1")
     entry = N.event_entry(notice, source=N.event_source("ftl"), bus="default")
     publish = {"TopicArn": "arn:aws:sns:us-east-1:123456789012:t", **N.sns_publish(notice)}
-    return {SM: sm, BATCH: queued, EVENTS: {"Entries": [entry]}, SNS: publish}
+    from tests.authz.test_sweep_constraints import good_tuning_request
+
+    return {
+        SM: sm,
+        BATCH: queued,
+        EVENTS: {"Entries": [entry]},
+        SNS: publish,
+        TUNER: good_tuning_request(),
+    }
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.name for r in RULES])

@@ -30,6 +30,12 @@ DIRECT = [c for c in CONFIGURATIONS if CONFIGURATIONS[c][0].get("ftl:scheduler")
 def test_each_configurations_evaluation_jobs_run_as_their_jobs_within_their_team(name, trigger_run):
     d, run = deployment(name), trigger_run(name)
     by_name = {j["TrainingJobName"]: j for j in run.created if "TrainingJobName" in j}
+    if run.sweeps is not None:  # a Completed sweep's evaluation is its best trial's (issue 37)
+        trials = {t["TrainingJobName"]: t for t in run.sweeps.trials}
+        for sweep, answer in run.sweeps.answers.items():
+            best = (answer.get("sweep") or {}).get("best")
+            if answer.get("status") == "Completed" and best:
+                by_name[sweep] = trials[best["trial"]]
     evaluations = [j for j in run.created if TAG in _tags(j)]
     assert evaluations, f"{name}: no evaluation job started"
     for evaluation in evaluations:

@@ -19,6 +19,7 @@ from typing import Any
 from jobmodel.contract.names import BATCH_SLR
 from testsupport.authz.evaluate import Request
 from testsupport.authz.requests_registry import RegistryRequests
+from testsupport.authz.requests_tuner import TunerRequests
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -48,14 +49,15 @@ def tag_context(tags: Sequence[Mapping[str, str]], key: str = "Key", value: str 
 
 
 @dataclass
-class Mapper(RegistryRequests):
+class Mapper(RegistryRequests, TunerRequests):
     """Maps calls to requests for one deployment: which key encrypts which table, bucket and
-    topic, and the tags of each training job seen created (describe/stop carry them as
-    ``aws:ResourceTag``)."""
+    topic, and the tags of each training job and tuning job seen created (describe/stop carry
+    them as ``aws:ResourceTag``; a tuning job's trials carry its tags)."""
 
     encrypted: Mapping[str, str] = field(default_factory=dict)  # resource ARN -> key ARN
     job_tags: dict[str, dict[str, str]] = field(default_factory=dict)
     service_jobs: dict[str, str] = field(default_factory=dict)  # batch job id -> queue
+    tuning_tags: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def _kms(
         self, principal: str, resource: str, actions: Sequence[str], via: str, src: str
@@ -137,6 +139,8 @@ class Mapper(RegistryRequests):
 
     def _job_request(self, p: str, action: str, name: str, src: str) -> list[Request]:
         tags = self.job_tags.get(name.lower())
+        if tags is None:  # a tuner's trial: its tuning job's tags
+            tags = self.trial_tags(name)
         if tags is None:  # a job AWS Batch created: AWSBatch<jobName><32 hex>, payload's tags
             # (the job name cut to fit SageMaker's 63 characters, when it is long)
             base = name.lower()[:-32]

@@ -19,6 +19,7 @@ from typing import Any
 
 from jobmodel._rules import aws_len
 
+from . import rules_tuner as T
 from .rules_notify import plant_publish, plant_put_events, publish, put_events
 
 Params = Mapping[str, Any]
@@ -26,6 +27,7 @@ SM = "sagemaker CreateTrainingJob"
 BATCH = "batch SubmitServiceJob"
 EVENTS = "events PutEvents"
 SNS = "sns Publish"
+TUNER = "sagemaker CreateHyperParameterTuningJob"
 _EVENTS_API = "https://docs.aws.amazon.com/eventbridge/latest/APIReference/"
 _SNS_API = "https://docs.aws.amazon.com/sns/latest/api/"
 _SM_API = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/"
@@ -37,7 +39,7 @@ _QUOTA_SHARE = _BATCH_NAME
 @dataclass(frozen=True)
 class Rule:
     name: str
-    applies_to: str  # SM, BATCH, EVENTS or SNS
+    applies_to: str  # SM, BATCH, EVENTS, SNS or TUNER
     source: str
     problem: Callable[[Params], str | None]
     plant: Callable[[dict[str, Any]], None]  # makes a good request break the rule
@@ -336,6 +338,36 @@ RULES: tuple[Rule, ...] = (
          "names (A-Z a-z 0-9 _ - ., no 'AWS.'/'Amazon.' prefix, no dot at an end, no '..'); "
          "256 KB with attributes; "
          f"{_SNS_API}API_Publish.html", publish, plant_publish),
+    Rule("tuner scaling types", TUNER,
+         "sagemaker model, IntegerParameterRange/ContinuousParameterRange.ScalingType: "
+         "'Logarithmic scaling works only for ranges that have only values greater than 0', "
+         "'Reverse logarithmic scaling works only for ranges that are entirely within the "
+         f"range 0<=x<1.0' (a continuous range's); {_SM_API}API_ContinuousParameterRange.html",
+         T.scaling, T.plant_scaling),
+    Rule("tuner early stopping", TUNER,
+         "sagemaker model, HyperParameterTuningJobConfig.TrainingJobEarlyStoppingType: "
+         "'Because the Hyperband strategy has its own advanced internal early stopping "
+         "mechanism, TrainingJobEarlyStoppingType must be OFF to use Hyperband'; "
+         f"{_SM_API}API_HyperParameterTuningJobConfig.html",
+         T.early_stopping, T.plant_early_stopping),
+    Rule("tuner ranges and limits", TUNER,
+         "sagemaker model, ParameterRanges (integer ranges' ends integers, continuous ones' "
+         "numbers, min to max), ResourceLimits (MaxParallelTrainingJobs of "
+         "MaxNumberOfTrainingJobs), HyperParameterTrainingJobDefinition.Environment ('the "
+         "sum of the number of environment variables for all the training job definitions "
+         "can't exceed the maximum', 48); Developer Guide, 'Define hyperparameter ranges' and "
+         "'Understand the hyperparameter tuning strategies' (a hyperparameter is static or "
+         "tuned; Grid takes categorical ranges); "
+         "https://docs.aws.amazon.com/sagemaker/latest/dg/automatic-model-tuning-define-ranges.html",
+         T.ranges_and_limits, T.plant_ranges_and_limits),
+    Rule("tuner objective", TUNER,
+         "sagemaker model, HyperParameterAlgorithmSpecification.MetricDefinitions ('the "
+         "metrics that the algorithm emits') and HyperParameterTuningJobObjective.MetricName; "
+         "Developer Guide, 'Define metrics and environment variables' (your own algorithm's "
+         "objective is one of the metrics it defines); "
+         "https://docs.aws.amazon.com/sagemaker/latest/dg/"
+         "automatic-model-tuning-define-metrics-variables.html",
+         T.objective, T.plant_objective),
 )  # fmt: skip
 
 
