@@ -392,6 +392,8 @@ def drive_sweeps(
         source="the authorization check",
         refreshed_at="2026-11-24T10:00:00Z",
     )
+    if hasattr(runtime.prices, "_kept"):  # a warm trigger keeps the table it read 10 minutes
+        runtime.prices._kept = None
 
     def sweep(door: str, event: dict[str, Any]) -> dict[str, Any]:
         answer = call(door, {"action": "sweep", **event, "client_token": uuid.uuid4().hex[:12]})

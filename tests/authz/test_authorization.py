@@ -393,13 +393,14 @@ def test_services_may_invoke_what_they_trigger(name):
     d = deployment(name)
     events_fn = d.function("JobEventsHandlerFunction")
     fn_arn = d.stacks.get_att(events_fn["stack"], events_fn["logical"], "Arn")
-    # every rule that targets the job-events function (SageMaker's; queue mode: Batch's too)
+    # every rule that targets the job-events function (SageMaker's training and tuning jobs';
+    # queue mode: Batch's too)
     rules = [
         d.stacks.get_att(stack, logical, "Arn")
         for stack, logical, props in d.stacks.resources("AWS::Events::Rule")
         if any(t.get("Arn") == fn_arn for t in props.get("Targets", []))
     ]
-    assert len(rules) == (2 if name == "queue" else 1), rules
+    assert len(rules) == (3 if name == "queue" else 2), rules
     for rule in rules:
         decision = d.evaluate(_rule_invokes(fn_arn, rule))
         assert decision.allowed, (
