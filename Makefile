@@ -10,7 +10,8 @@
 #                 test (what .ci/run calls)
 #   make test-fast - lint (ruff, mypy) and every test that needs no sandbox deploy
 #   make soak   - the fault-injection soak (bench/soak.py): both schedulers at 10% and 25% of
-#                 the deployed functions' AWS calls failing, a few minutes each, in the sandbox
+#                 the deployed functions' AWS calls failing, a few minutes each, in the sandbox;
+#                 jobs and hyperparameter sweeps (bench/soak_sweeps.py)
 # Set-up per command: `setup` (demo, sandbox, synth, lint) installs the CDK, moto and the test
 # tools; `setup-test` (test, bench) adds the training stack (requirements-train.txt: torch,
 # transformers, ...) and checkov's own environment, which only the tests and benchmarks use.
