@@ -3,11 +3,15 @@
 #   make demo-queue - the same in queue mode: three jobs into a 4-instance queue, one waits
 #   make demo-chain - a capacity chain: no spot, on-demand on another preferred type, then the
 #                 team's training plan, finishing from the checkpoint; every attempt's cost
+#   make demo-sweep - a hyperparameter sweep: its dry run's worst case, six trials two at a time
+#                 under the tuner stand-in, `ftl wait`'s progress, the best trial's registered
+#                 model version and its evaluation job
 #   make test   - set up everything (the training stack and checkov too) and run lint plus every
 #                 test (what .ci/run calls)
 #   make test-fast - lint (ruff, mypy) and every test that needs no sandbox deploy
 #   make soak   - the fault-injection soak (bench/soak.py): both schedulers at 10% and 25% of
-#                 the deployed functions' AWS calls failing, a few minutes each, in the sandbox
+#                 the deployed functions' AWS calls failing, a few minutes each, in the sandbox;
+#                 jobs and hyperparameter sweeps (bench/soak_sweeps.py)
 # Set-up per command: `setup` (demo, sandbox, synth, lint) installs the CDK, moto and the test
 # tools; `setup-test` (test, bench) adds the training stack (requirements-train.txt: torch,
 # transformers, ...) and checkov's own environment, which only the tests and benchmarks use.
@@ -18,7 +22,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: setup setup-test demo demo-queue demo-chain sandbox sandbox-teams sandbox-queue sandbox-queue-teams test test-fast lint format synth bench soak clean
+.PHONY: setup setup-test demo demo-queue demo-chain demo-sweep sandbox sandbox-teams sandbox-queue sandbox-queue-teams test test-fast lint format synth bench soak clean
 
 setup: $(VENV)/.installed node_modules/.installed
 
@@ -64,6 +68,9 @@ demo-queue: setup
 
 demo-chain: setup
 	$(PY) -m sandbox.demo --chain
+
+demo-sweep: setup
+	$(PY) -m sandbox.demo --sweep
 
 # make sandbox [PORT=N]; the variants: sandbox-teams, sandbox-queue [RUN_SECONDS=S], sandbox-queue-teams
 SANDBOX_ARGS = $(if $(PORT),--port $(PORT)) $(if $(RUN_SECONDS),--run-seconds $(RUN_SECONDS))

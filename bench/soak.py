@@ -17,8 +17,15 @@ the deployed functions' code runs in-process too (``sandbox.runner.DeployedFunct
   SageMaker's description of each job the platform started; queue mode: the Batch stand-in's
   outbox), each delivered one to three times in shuffled order; a delivery that fails is
   delivered again later, up to EventBridge's 8 retries.
+* **Sweeps** (issue 37, ``bench/soak_sweeps.py``): the first caller of each team starts
+  hyperparameter sweeps (one tuning job each, through the same door and faults), while the
+  run's ``sweeps`` last; the tuner stand-in runs their trials, some billed past their runtime
+  so caps are reached; callers describe and stop them. A queue-mode deploy takes them too
+  (the tuner runs a sweep's trials whatever the scheduler); a refusal would be counted as
+  ``sweep_refusals``, not as a failure.
 * **The end**: faults off, the events drained, the functions' clock moved past the claim bound
-  (``jobmodel.jobs.claims``) and the sweep run, as the schedule would.
+  (``jobmodel.jobs.claims``) and the recovery run, as the schedule would; every sweep driven to
+  its end; the events drained again.
 
 Invariants (``Result.problems``): no job lost (a token's answer names a ledger job), none
 duplicated (one ledger job per token, one training job or service job per ledger job), none
@@ -27,7 +34,11 @@ orphaned (every training job the platform started is in the ledger), none stuck
 reservations are those of its live jobs), every ended job announced (``dedup_id``
 ``<job>/announce``; repeats counted, receivers drop them by the id), every Completed job with
 an evaluation policy evaluated by exactly one evaluation job whose ended results reached it
-(issue 36; an evaluation job is not announced itself), every refusal a contract error.
+(issue 36; an evaluation job is not announced itself), every refusal a contract error; each
+team's month spend equal to what its jobs and sweeps were charged; and for sweeps
+(``soak_sweeps.Sweeps.check``): every trial the tuner ended charged once at its cost, no
+sweep over its cap by more than the trials running when the cap was reached, exactly one
+registered model version per Completed sweep, no tuning job outside the ledger.
 ``make soak`` runs both schedulers at 10% and 25% faults;
 ``tests/sandbox/test_soak.py`` runs a short seeded one.
 """
@@ -54,6 +65,7 @@ import urllib3
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 
+from bench.soak_sweeps import Sweeps
 from jobmodel.contract.errors import HTTP_STATUS
 from jobmodel.contract.statuses import TERMINAL_STATUSES
 from jobmodel.jobs import claims as CL
@@ -68,6 +80,8 @@ TEAMS = ("red", "green", "blue")
 TEMPLATE = "distilbert-spot"
 MAX_DELIVERIES = 9  # EventBridge: the first delivery and 8 retries (JobEvents' targets)
 PRICES = {REGION: {"ml.g5.xlarge": 1.5, "ml.g5.2xlarge": 2.0}}
+SWEEPS = 12  # sweeps per run by default (tests/sandbox/test_soak.py: 3)
+FIRST_SWEEPS_S = 5.0  # the other callers start once each team's first sweep was answered
 
 
 def context(platform: str, scheduler: str) -> dict[str, str]:
@@ -182,7 +196,11 @@ class Result:
     evaluations: int = 0
     lost_evaluations: int = 0
     usage_mismatches: int = 0
+    spend_mismatches: int = 0  # a team's month spend against its jobs' and sweeps' charges
     bad_answers: int = 0
+    # Issue 37: the sweeps' counts (``soak_sweeps.Sweeps.check``) and refused sweep requests.
+    sweeps: dict[str, Any] = field(default_factory=dict)
+    sweep_refusals: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -202,6 +220,8 @@ class Soak:
         fault_rate: float,
         seed: int,
         standin: Any = None,
+        tuner: Any = None,
+        sweeps: int = 0,
     ) -> None:
         self.endpoint = endpoint
         self.outputs = outputs
@@ -220,6 +240,15 @@ class Soak:
         self.seen_states: set[tuple[str, str]] = set()
         self.ended_jobs: set[str] = set()  # direct mode: training jobs whose end was sent
         self.queue_url = self._subscribe()
+        self.sweeps = Sweeps(
+            tuner,
+            budget=sweeps if tuner is not None else 0,
+            sweepers=len(TEAMS),
+            seed=seed + 2,
+            price=PRICES[REGION]["ml.g5.xlarge"],
+            call=self._call,
+            on_answer=self._answered,
+        )
 
     # ------------------------------------------------------------------ set-up
     def client(self, service: str) -> Any:
@@ -265,7 +294,8 @@ class Soak:
     def _call(self, team: str, event: dict[str, Any], alias: str | None = None) -> dict[str, Any]:
         answer = self.trigger(event, alias or f"team-{team}")
         with self.lock:
-            self.result.calls[event.get("action", "submit")] += 1
+            action = "recover" if alias == "sweep" else event.get("action", "submit")
+            self.result.calls[action] += 1
             if isinstance(answer, dict) and "error" in answer:
                 kind = answer["error"].get("type")
                 self.result.errors[str(kind)] += 1
@@ -278,10 +308,15 @@ class Soak:
     def _caller(self, index: int, until: float) -> None:
         rng = random.Random(self.rng.random() + index)
         team = TEAMS[index % len(TEAMS)]
+        sweeper = index < len(TEAMS) and self.sweeps.budget > 0  # a team's first caller
         while time.monotonic() < until:
             roll = rng.random()
-            if roll < 0.35:
+            if sweeper and self.sweeps.wants_turn(team, rng):
+                self.sweeps.turn(team, rng)
+            elif roll < 0.35:
                 self._submit(team, rng)
+            elif roll < 0.4 and self.sweeps.names(team):
+                self.sweeps.describe(team, rng.choice(self.sweeps.names(team)))
             elif roll < 0.65 and self.known[team]:
                 name = rng.choice(sorted(self.known[team]))
                 self._call(team, {"action": "describe", "job_name": name})
@@ -298,13 +333,18 @@ class Soak:
         for _ in range(3):  # the caller retries with the same token
             answer = self._call(team, dict(request))
             if "job_name" in answer:
+                self._answered(team, token, answer["job_name"])
                 with self.lock:
-                    self.tokens.setdefault(f"{team}#{token}", set()).add(answer["job_name"])
                     self.known[team].add(answer["job_name"])
                 if answer.get("status") != "FailedToStart":
                     return
             elif answer.get("error", {}).get("type") in ("QuotaExceeded", "ValidationError"):
                 return
+
+    def _answered(self, team: str, token: str, name: str) -> None:
+        """A submit's or sweep's answer named ``name`` for the team's ``token``."""
+        with self.lock:
+            self.tokens.setdefault(f"{team}#{token}", set()).add(name)
 
     # -------------------------------------------------------------------- events
     def _collect_events(self) -> None:
@@ -391,6 +431,12 @@ class Soak:
             self._collect_events()
             time.sleep(0.2)
 
+    def _trials(self, until: float) -> None:
+        """The tuner's side of the sweeps: a trial of each running sweep ends a round."""
+        while time.monotonic() < until:
+            self.sweeps.drive()
+            time.sleep(0.1)
+
     # ----------------------------------------------------------------------- run
     def run(self, seconds: float) -> Result:
         """The soak; the functions' metric lines (standard output) are discarded meanwhile:
@@ -407,11 +453,17 @@ class Soak:
         until = started + seconds
         self._install_faults()
         threads = [threading.Thread(target=self._pump, args=(until,), daemon=True)]
+        threads += [threading.Thread(target=self._trials, args=(until,), daemon=True)]
         threads += [
             threading.Thread(target=self._caller, args=(i, until), daemon=True)
             for i in range(CALLERS)
         ]
-        for t in threads:
+        first = 2 + (len(TEAMS) if self.sweeps.budget > 0 else 0)
+        for t in threads[:first]:
+            t.start()
+        # Each team's first sweep asks before the team's instances fill with jobs.
+        self.sweeps.opened.wait(timeout=FIRST_SWEEPS_S)
+        for t in threads[first:]:
             t.start()
         for t in threads:
             t.join()
@@ -424,11 +476,9 @@ class Soak:
         return self.result
 
     def _settle(self) -> None:
-        """Faults off: the events drained, then the claim bound passes and the sweep runs."""
-        for _ in range(4):
-            self._collect_events()
-            while self.pending:
-                self._deliver_some(self.rng, len(self.pending))
+        """Faults off: the events drained, then the claim bound passes and the recovery runs;
+        then every sweep is driven to its end (its evaluation job's events drained too)."""
+        self._drain(4)
         runtime = self.trigger.module.RUNTIME
         real_now = runtime.now
         later = real_now() + timedelta(seconds=CL.CLAIM_BOUND_S + 60 * CL.SWEEP_MINUTES)
@@ -440,15 +490,26 @@ class Soak:
             self.result.swept = dict(totals)
         finally:
             runtime.now = real_now
-        self._collect_events()
-        while self.pending:
-            self._deliver_some(self.rng, len(self.pending))
+        self._drain(1)
+        sweeps = {n: j for n, j in self._jobs().items() if j.get("kind") == "sweep"}
+        if sweeps:
+            self.result.problems += self.sweeps.settle(sweeps)
+            self._drain(4)
+
+    def _drain(self, rounds: int) -> None:
+        """New state changes collected and every pending delivery made, ``rounds`` times."""
+        for _ in range(rounds):
+            self._collect_events()
+            while self.pending:
+                self._deliver_some(self.rng, len(self.pending))
 
     # --------------------------------------------------------------------- check
+    def _jobs(self) -> dict[str, dict[str, Any]]:
+        return {i["job_name"]: i for i in self._items() if i["pk"].startswith("job#")}
+
     def _check(self) -> None:
         r = self.result
-        items = self._items()
-        jobs = {i["job_name"]: i for i in items if i["pk"].startswith("job#")}
+        jobs = self._jobs()
         r.jobs, r.ended = len(jobs), sum(j["status"] in TERMINAL_STATUSES for j in jobs.values())
         for key, names in self.tokens.items():
             live = [n for n in names if jobs.get(n, {}).get("status") != "FailedToStart"]
@@ -469,6 +530,37 @@ class Soak:
         self._check_usage(jobs)
         self._check_announcements(jobs)
         self._check_evaluations(jobs)
+        self._check_sweeps(jobs)
+
+    def _check_sweeps(self, jobs: dict[str, dict[str, Any]]) -> None:
+        """Issue 37: each sweep against what the tuner ran (``soak_sweeps.Sweeps.check``)."""
+        r = self.result
+        r.sweep_refusals = dict(self.sweeps.refused)
+        if self.sweeps.tuner is None:
+            return
+        counts, problems = self.sweeps.check(jobs, self._versions(), TEAMS)
+        r.sweeps = counts
+        r.problems += problems
+
+    def _versions(self) -> Counter[str]:
+        """Registered model versions, by the job each is of: a version's description starts
+        with its job's name and a colon (``jobmodel.after_training.registry.is_version_of``)."""
+        sm = self.client("sagemaker")
+        out: Counter[str] = Counter()
+        groups = [
+            g["ModelPackageGroupName"]
+            for page in sm.get_paginator("list_model_package_groups").paginate()
+            for g in page["ModelPackageGroupSummaryList"]
+        ]
+        for group in groups:
+            for page in sm.get_paginator("list_model_packages").paginate(
+                ModelPackageGroupName=group
+            ):
+                for version in page["ModelPackageSummaryList"]:
+                    text = str(version.get("ModelPackageDescription") or "")
+                    if ":" in text:
+                        out[text.split(":", 1)[0]] += 1
+        return out
 
     def _check_evaluations(self, jobs: dict[str, dict[str, Any]]) -> None:
         """Issue 36: every Completed job that recorded an evaluation policy has exactly one
@@ -479,7 +571,9 @@ class Soak:
         evals = {n: j for n, j in jobs.items() if j.get("kind") == "evaluation"}
         r.evaluations = len(evals)
         for name, job in jobs.items():
-            if job.get("kind") or job["status"] != "Completed" or not job.get("evaluation_policy"):
+            if job.get("kind") not in (None, "sweep"):  # a job or a sweep (issue 37)
+                continue
+            if job["status"] != "Completed" or not job.get("evaluation_policy"):
                 continue
             r.evaluated += 1
             mine = [e for e in evals.values() if e.get("evaluation_of") == name]
@@ -521,6 +615,8 @@ class Soak:
                 r.duplicates += 1
                 r.problems.append(f"{name} started {count} times")
         for name, job in jobs.items():
+            if job.get("kind") == "sweep":  # the tuner's, not SageMaker's or Batch's
+                continue
             ran = job["status"] not in ("FailedToStart", "Submitting")
             if ran and started.get(name, 0) == 0:
                 r.problems.append(f"{name} is {job['status']} but its backend never had it")
@@ -537,7 +633,8 @@ class Soak:
                 TableName=self.table, Key={"pk": {"S": f"usage#{team}"}}, ConsistentRead=True
             ).get("Item")
             instances = int(item["instances"]["N"]) if item else 0
-            want = sum(int(j["instance_count"]) for j in live)
+            # A sweep holds its parallel trials' instances (``instances_held``).
+            want = sum(int(j.get("instances_held") or j["instance_count"]) for j in live)
             reserved = float(item["reserved"]["N"]) if item else 0.0
             want_reserved = sum(float(j.get("estimated_max_cost_usd") or 0) for j in live)
             if live_ended or instances != want or abs(reserved - want_reserved) > 0.01:
@@ -546,6 +643,31 @@ class Soak:
                     f"team {team}: usage {instances} instances / {reserved} reserved, jobs "
                     f"{want} / {want_reserved}; ended but not released: {len(live_ended)}"
                 )
+            self._check_spend(team, item, [j for j in jobs.values() if j.get("team") == team])
+
+    def _check_spend(
+        self, team: str, item: dict[str, Any] | None, jobs: list[dict[str, Any]]
+    ) -> None:
+        """The team's month spend is what its jobs and sweeps were charged, each once: a job
+        its cost when it ended (``usage_spend_usd``), a sweep each trial's as it ended
+        (``prior_cost_usd``, their sum). Only within one month (a run that crossed into the
+        next started the spend afresh)."""
+        r = self.result
+        months = {str(j.get("created_at", ""))[:7] for j in jobs}
+        if item is None or len(months) > 1 or months != {item["month"]["S"]}:
+            return
+        spend = float(item["spend"]["N"])
+        charged = 0.0
+        for job in jobs:
+            if job.get("kind") == "sweep":
+                charged += float(job.get("prior_cost_usd") or 0)
+            elif job.get("usage_released"):
+                charged += float(job.get("usage_spend_usd") or 0)
+        if abs(spend - charged) > 1e-3:
+            r.spend_mismatches += 1
+            r.problems.append(
+                f"team {team}: month spend {spend}; its jobs and sweeps were charged {charged:.4f}"
+            )
 
     def _check_announcements(self, jobs: dict[str, dict[str, Any]]) -> None:
         r = self.result
@@ -634,6 +756,7 @@ def soak(
     seconds: float,
     faults: float,
     seed: int,
+    sweeps: int = SWEEPS,
 ) -> Result:
     from bench.load import forget_training_jobs
 
@@ -648,6 +771,8 @@ def soak(
             fault_rate=faults,
             seed=seed,
             standin=sandbox.batch if scheduler == "queue" else None,
+            tuner=sandbox.tuner,
+            sweeps=sweeps,
         )
         return run.run(seconds)
     finally:
@@ -666,8 +791,27 @@ def report(result: Result) -> str:
         f"claims {s['stuck_claims']}, duplicates {s['duplicates']}, lost jobs {s['lost_jobs']}, "
         f"orphans {s['orphans']}, evaluations {s['evaluations']} of {s['evaluated']} "
         f"(lost {s['lost_evaluations']}), usage mismatches {s['usage_mismatches']}, non-contract "
-        f"answers {s['bad_answers']}; swept {s['swept']}"
+        f"answers {s['bad_answers']}, spend mismatches {s['spend_mismatches']}; swept "
+        f"{s['swept']}{sweeps_report(result)}"
     )
+
+
+def sweeps_report(result: Result) -> str:
+    """The sweeps' part of :func:`report` (issue 37)."""
+    c = result.sweeps
+    text = ""
+    if c and c["sweeps"]:
+        text = (
+            f"; sweeps {c['sweeps']} {c['statuses']} (plans {c['plans']}, capped "
+            f"{c['capped']}): trials ended {c['trials_ended']}, charged {c['trials_charged']}, "
+            f"lost {c['lost_trials']}, charge mismatches {c['charge_mismatches']}, cap overruns "
+            f"{c['cap_overruns']} (largest over a cap ${c['largest_overrun_usd']}), versions "
+            f"{c['versions']} (wrong {c['lost_versions']}); trials ended under faults "
+            f"{c['trials_ended_under_faults']} in {c['driver_rounds']} rounds"
+        )
+    if result.sweep_refusals:
+        text += f"; sweep requests refused {result.sweep_refusals}"
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -676,11 +820,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--faults", type=float, nargs="+", default=[0.10, 0.25])
     parser.add_argument("--seed", type=int, default=30)
     parser.add_argument("--scheduler", choices=("direct", "queue", "both"), default="both")
+    parser.add_argument(
+        "--sweeps", type=int, default=SWEEPS, help=f"sweeps per run (default {SWEEPS})"
+    )
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--smoke", action="store_true", help="3 s, direct, 10%%: does it run")
     args = parser.parse_args(argv)
     if args.smoke:
         args.seconds, args.faults, args.scheduler = 3.0, [0.10], "direct"
+        args.sweeps = min(args.sweeps, len(TEAMS))
     from sandbox.batch_api import BatchSandbox
     from sandbox.deploy import sandbox_env
 
@@ -699,6 +847,7 @@ def main(argv: list[str] | None = None) -> int:
                     seconds=args.seconds,
                     faults=rate,
                     seed=args.seed + i,
+                    sweeps=args.sweeps,
                 )
                 print(report(result), flush=True)
                 for problem in result.problems[:10]:

@@ -5,7 +5,8 @@ Lambda Invoke of the deployed trigger (the sandbox runs the deployed zip with th
 configuration, since moto needs Docker to run Lambda code).
 
 ``--queue`` (`make demo-queue`) runs the queue-mode demo instead (``sandbox/queue_demo.py``),
-``--chain`` (`make demo-chain`) the capacity-chain demo (``sandbox/chain_demo.py``);
+``--chain`` (`make demo-chain`) the capacity-chain demo (``sandbox/chain_demo.py``),
+``--sweep`` (`make demo-sweep`) the hyperparameter-sweep demo (``sandbox/sweep_demo.py``);
 ``--serve`` (`make sandbox`) keeps the sandbox up afterwards on ``localhost:4566``, or on a free
 port when 4566 is taken (``--port N`` asks for one), and prints the ``export`` lines for a
 second shell (``sandbox/shell.py``).
@@ -53,6 +54,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--chain", action="store_true", help="the capacity-chain demo (spot, on-demand, plan)"
     )
     parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="the sweep demo (a tuning job's trials to its registered, evaluated best)",
+    )
+    parser.add_argument(
         "--serve", action="store_true", help="keep the sandbox up for the ftl client"
     )
     parser.add_argument(
@@ -90,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
         from sandbox.chain_demo import run as run_chain
 
         return run_chain(port=port)
+    if args.sweep:
+        from sandbox.sweep_demo import run as run_sweep
+
+        return run_sweep(port=port)
     if args.queue:
         from sandbox.queue_demo import run
 

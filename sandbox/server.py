@@ -61,7 +61,9 @@ def _apply_shims() -> None:
 
     scheduled_rules_match_no_event()
     # 9. moto 5.2's UpdateModelPackage drops what the request leaves out and replaces the
-    #    customer metadata; SageMaker changes only what it names (sandbox/registry_update.py).
+    #    customer metadata; SageMaker changes only what it names. Its CreateModelPackage makes
+    #    a version per call; SageMaker's ClientToken makes a repeat answer the first one
+    #    (sandbox/registry_update.py).
     from sandbox.registry_update import merge_updates
 
     merge_updates()

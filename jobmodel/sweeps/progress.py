@@ -151,6 +151,10 @@ def sweep_change(job: Job, seen: TunerView, *, price: float | None, trial_count:
     }
     if status == Status.FAILED and seen.failure_reason:
         observation["failure_reason"] = seen.failure_reason[:MAX_REASON]
+    elif status in (Status.STOPPING, Status.STOPPED) and job.failure_reason:
+        # The tuner gives a stop no reason; the one recorded with the launcher's stop (the
+        # cap) stays, instead of the tuner's word removing it.
+        observation["failure_reason"] = job.failure_reason
     if status == Status.COMPLETED and sweep["best"] is not None:
         best = sweep["best"]["trial"]
         tuned = (seen.best or {}).get("TunedHyperParameters") or {}

@@ -194,4 +194,5 @@ def test_a_sweep_whose_trials_reach_its_cap_is_stopped(swp):
     assert capped["status"] in ("Stopping", "Stopped") and "cap" in capped["failure_reason"]
     ended = swp.team("nlp", {"action": "describe", "job_name": name})
     assert ended["status"] == "Stopped", ended
+    assert ended["failure_reason"] == capped["failure_reason"]  # why: its cap, kept
     assert ended["cost_usd"] <= 6.01 + 2 * HOURLY  # the cap plus the trials running then

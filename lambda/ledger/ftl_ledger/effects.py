@@ -4,10 +4,10 @@
 effect's deduplication id; the registration: ``ftl_ledger.registry``), and one for every job
 notice owed the same way (:data:`NOTICE`: started, a capacity chain's next step;
 ``ftl_ledger.notify``). A performer may answer attributes to record on the job: they are
-written with the effect's done mark. :meth:`EndEffects.complete` does every effect the record
-still owes, in order, and records each one done through the one writer as soon as it
-succeeded, so a failure leaves exactly the effects not yet done owed, for the next holder of
-the record.
+written with the effect's done mark (a map merged into the one the record holds then).
+:meth:`EndEffects.complete` does every effect the record still owes, in order, and records
+each one done through the one writer as soon as it succeeded, so a failure leaves exactly the
+effects not yet done owed, for the next holder of the record.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class EndEffects:
             learned = dict(performer(current, dedup) or {})
 
             def done(record: JobRecord, effect: str = effect, learned: Any = learned) -> Change:
-                return Change(also={**learned, **E.done_change(record, effect)})
+                return Change(also={**_onto(record, learned), **E.done_change(record, effect)})
 
             applied = self.writer.apply(current, done)  # type: ignore[arg-type]
             current = dict(applied.after)
@@ -67,3 +67,16 @@ class EndEffects:
                 current[REVISION] = int(str(applied.before.get(REVISION) or 0)) + 1
             LOG.info("job %s: end effect %s done (%s)", current.get("job_name"), effect, dedup)
         return current
+
+
+def _onto(record: Mapping[str, Any], learned: Mapping[str, Any]) -> dict[str, Any]:
+    """What a performer learned, laid onto the record as the writer reads it: a map (an
+    evaluated job's ``evaluation``) keeps the entries another writer added since the performer
+    read the job (the evaluation's verdict, when its results came in before ``evaluate`` was
+    marked done again after a failed write)."""
+    out = dict(learned)
+    for key, value in learned.items():
+        current = record.get(key)
+        if isinstance(value, Mapping) and isinstance(current, Mapping):
+            out[key] = {**current, **value}
+    return out

@@ -95,6 +95,34 @@ def test_a_completed_job_gets_one_evaluation_job(evaluated, prefix):
     assert "evaluate" not in (_record(evaluated, name).get("owed_effects") or {})
 
 
+def test_a_repeated_evaluate_keeps_the_results_that_reached_the_job_meanwhile(evaluated, prefix):
+    """Under faults the write that marks ``evaluate`` done can fail after the evaluation job
+    started; the evaluation's results may reach the job before the effect is done again. The
+    repeat finds the evaluation job and records it: the verdict already there stays."""
+    from ftl_ledger.items import from_item, to_item
+
+    name = evaluated(job(prefix), alias="team-alpha")["job_name"]
+    evaluated({"action": "describe", "job_name": name}, alias="team-alpha")
+    key = {"pk": {"S": f"job#{name}"}}
+    record = from_item(evaluated.dynamodb.get_item(TableName=evaluated.table, Key=key)["Item"])
+    # Its results are in (``ftl_ledger.evaluation``), and ``evaluate`` is still owed.
+    verdict = {
+        "job_name": f"{name}-eval",
+        "metrics": {"eval_accuracy": 0.91},
+        "verdict": "PendingManualApproval",
+        "reason": "gate passed",
+        "failed_checks": [],
+    }
+    record.update(evaluation=verdict, owed_effects={"evaluate": f"{name}/evaluate"})
+    evaluated.dynamodb.put_item(TableName=evaluated.table, Item=to_item(record))
+
+    again = evaluated({"action": "describe", "job_name": name}, alias="team-alpha")
+    assert "evaluate" not in (_record(evaluated, name).get("owed_effects") or {})
+    assert again["evaluation"]["verdict"] == "PendingManualApproval", again["evaluation"]
+    assert again["evaluation"]["metrics"] == {"eval_accuracy": 0.91}
+    assert evaluated.jobs_named(f"{name}-eval") == [f"{name}-eval"]
+
+
 def test_the_evaluation_job_itself_is_not_evaluated(evaluated, prefix):
     name = evaluated(job(prefix), alias="team-alpha")["job_name"]
     evaluated({"action": "describe", "job_name": name}, alias="team-alpha")

@@ -289,6 +289,13 @@ def test_a_sweep_at_its_cap_is_stopped(sweeping):
         f"describe {sweeping.tuner.trials[name][0]['name']}",
         "stop",
     ]
+    # The tuner ends it Stopped and says no more: why it stopped (its cap) stays on it.
+    sweeping.tuner.trials[name][1].update(status="Stopped")
+    sweeping.tuner.billable[sweeping.tuner.trials[name][1]["name"]] = 10
+    sweeping.tuner.jobs[name]["status"] = "Stopped"
+    ended = sweeping({"action": "describe", "job_name": name}, alias="team-beta")
+    assert ended["status"] == "Stopped", ended
+    assert ended["failure_reason"] == described["failure_reason"], ended
 
 
 def test_stop_stops_the_whole_sweep_and_its_early_stopped_trials_are_told_apart(sweeping):
