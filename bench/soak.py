@@ -85,7 +85,8 @@ FIRST_SWEEPS_S = 5.0  # the other callers start once each team's first sweep was
 
 
 def context(platform: str, scheduler: str) -> dict[str, str]:
-    """The soak's deploy: three teams of 4 instances each (queue mode: 6 in the queue)."""
+    """The soak's deploy: three teams of 4 instances each (queue mode: 6 in the queue, and
+    sweeps beside it)."""
     teams = [
         {
             "name": t,
@@ -100,7 +101,14 @@ def context(platform: str, scheduler: str) -> dict[str, str]:
         "ftl:prices": json.dumps(PRICES),
     }
     if scheduler == "queue":
-        ctx.update({"ftl:queueCapacityInstances": "6", "ftl:queueHeadTimeoutMinutes": "30"})
+        # Sweeps run beside the queue only where the platform opts in (issue 37).
+        ctx.update(
+            {
+                "ftl:queueCapacityInstances": "6",
+                "ftl:queueHeadTimeoutMinutes": "30",
+                "ftl:queueSweeps": "outside-queue",
+            }
+        )
     return ctx
 
 

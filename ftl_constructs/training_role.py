@@ -27,6 +27,23 @@ def role_arn_parameter(platform_name: str, team: str | None = None) -> str:
     return f"/fine-tuning/{platform_name}/teams/{team}/training-role-arn"
 
 
+def _sagemaker_jobs(stack: Stack) -> iam.ServicePrincipal:
+    """SageMaker, for this account's training jobs, or (issue 37) its tuning jobs' trials: AWS
+    does not say which of the two SageMaker names when it starts a trial."""
+    return iam.ServicePrincipal(
+        SAGEMAKER_SERVICE,
+        conditions={
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {
+                "aws:SourceArn": [
+                    stack.format_arn(service="sagemaker", resource=kind, resource_name="*")
+                    for kind in ("training-job", "hyper-parameter-tuning-job")
+                ]
+            },
+        },
+    )
+
+
 class TrainingRole(Construct):
     """The role training jobs run as.
 
@@ -69,20 +86,7 @@ class TrainingRole(Construct):
             self,
             "Role",
             description="SageMaker training jobs started by the fine-tuning platform",
-            assumed_by=iam.ServicePrincipal(
-                SAGEMAKER_SERVICE,
-                conditions={
-                    "StringEquals": {"aws:SourceAccount": stack.account},
-                    # A job's training job, or (issue 37) a sweep's tuning job: AWS does not
-                    # say which one SageMaker names when it starts a trial.
-                    "ArnLike": {
-                        "aws:SourceArn": [
-                            stack.format_arn(service="sagemaker", resource=kind, resource_name="*")
-                            for kind in ("training-job", "hyper-parameter-tuning-job")
-                        ]
-                    },
-                },
-            ),
+            assumed_by=_sagemaker_jobs(stack),
         )
         self.policy = iam.Policy(self, "Policy", roles=[self.role])
         if arn_parameter is not None:
