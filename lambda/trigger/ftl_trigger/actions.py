@@ -159,7 +159,6 @@ class Launcher:
         self.sweeps = SweepFlow(
             settings=runtime,
             ledger=self.ledger,
-            records=records,
             usage=self.usage,
             clock=clock,
             views=self.views,

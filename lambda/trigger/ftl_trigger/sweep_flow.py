@@ -31,7 +31,7 @@ from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backends import Backends
 from ftl_trigger.errors import Throttled, UpstreamError
 from ftl_trigger.identity import Caller
-from ftl_trigger.records import Clock, Records, ledger_call, same_request
+from ftl_trigger.records import Clock, ledger_call, same_request
 from ftl_trigger.views import JobViews
 from jobmodel import ValidationError, make_job_name, request_hash, validate_submit
 from jobmodel.capacity.scheduler import SchedulerConfig
@@ -73,7 +73,6 @@ class SweepFlow:
         *,
         settings: SweepSettings,
         ledger: Ledger,
-        records: Records,
         usage: TeamUsage,
         clock: Clock,
         views: JobViews,
@@ -82,7 +81,6 @@ class SweepFlow:
     ) -> None:
         self.settings = settings
         self.ledger = ledger
-        self.records = records
         self.usage = usage
         self.clock = clock
         self.views = views
