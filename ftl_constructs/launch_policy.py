@@ -343,7 +343,7 @@ def grant_job_lookup(policy: iam.Policy) -> None:
 
 
 def grant_quota_read(policy: iam.Policy) -> None:
-    """Quota-aware submit (ftl_trigger/quota_gate.py). The Service Authorization
+    """Quota-aware submit (ftl_trigger/quotas.py). The Service Authorization
     Reference lists no resource type and no condition key for ListServiceQuotas (not
     even servicequotas:service, which GetServiceQuota has): only "*" grants it."""
     policy.add_statements(

@@ -36,6 +36,21 @@ TOP_LEVEL: dict[str, set[str]] = {
         "after_training",
     },
     "fleet_metrics": {"money", "jobs", "contract"},
+    # a submit's whole decision (issue 35): above the rooms it composes
+    "admission": {
+        "after_training",
+        "capacity",
+        "contract",
+        "evaluation",
+        "jobs",
+        "locations",
+        "money",
+        "platform",
+        "render",
+        "requests",
+        "teams",
+        "templates",
+    },
 }
 
 

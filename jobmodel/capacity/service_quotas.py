@@ -10,7 +10,8 @@ an increase request names.
 
 :class:`AccountQuotas` reads a ``ListServiceQuotas`` answer, :func:`shortfall` checks one
 request against it, :func:`filter_steps` leaves out the steps of a capacity chain whose quota
-is short (training-plan steps run on reserved capacity and are not under these quotas).
+is short (training-plan steps run on reserved capacity and are not under these quotas), and
+:func:`gate` applies them to one submit (its request, or its chain's steps).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..contract.errors import ValidationError
+from .chain import Step
 from .plans import ON_DEMAND, SPOT
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "Quota",
     "Shortfall",
     "filter_steps",
+    "gate",
     "increase_command",
     "quota_name",
     "read_all",
@@ -191,3 +195,45 @@ def filter_steps(
         if usable:
             kept.append(replace(step, instance_types=usable) if short else step)
     return kept, skipped, shorts
+
+
+def gate(
+    quotas: AccountQuotas | None,
+    unread: str,
+    *,
+    instance_type: str,
+    count: int,
+    spot: bool,
+    steps: Sequence[Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
+    """The quotas applied to one submit: the chain's steps within them (``steps`` empty: the
+    job is not chained), why any was changed, and the dry run's ``service_quota`` check.
+    ``quotas`` None: not read (``unread`` says why), nothing refused. Raises
+    ``ValidationError`` when the job could never start."""
+    check: dict[str, Any] = {"check": "service_quota", "ok": True}
+    if quotas is None:
+        return [dict(s) for s in steps], [], {**check, "skipped": f"not checked: {unread}"}
+    if not steps:
+        short = shortfall(quotas, instance_type, count, spot=spot)
+        if short is not None:
+            raise ValidationError(short.field, short.message())
+        quota = quotas.quota(instance_type, spot=spot)
+        if quota is None:
+            return [], [], {**check, "skipped": "the account lists no such quota"}
+        return [], [], {**check, "quota_name": quota.name, "quota_value": quota.value}
+    kept, skipped, shorts = filter_steps([Step.from_dict(s) for s in steps], quotas)
+    if not kept:
+        fields = {s.field for s in shorts}
+        raise ValidationError(
+            "instance_type" if fields == {"instance_type"} else "instance_count",
+            "no step of the capacity chain is within the account's SageMaker quotas: "
+            + "; ".join(skipped),
+        )
+    by_kind = {s["kind"]: s for s in steps}
+    out = []
+    for step in kept:
+        prices = by_kind[step.kind].get("prices", {})
+        out.append({**step.to_dict(), "prices": {t: prices.get(t) for t in step.instance_types}})
+    if shorts:
+        check["shortfalls"] = [s.to_dict() for s in shorts]
+    return out, skipped, check

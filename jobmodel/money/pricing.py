@@ -99,6 +99,11 @@ class PriceTable:
         merged.update(self.overrides.get(region, {}))
         return PriceTable(regions=regions, source=source, date=date, overrides=self.overrides)
 
+    def table(self) -> PriceTable:
+        """The table itself (the trigger's ``LivePrices.table`` reads the stored prices over
+        it): what admission is given, read before it runs."""
+        return self
+
     def hourly(self, region: str, instance_type: str) -> tuple[float | None, str | None]:
         """``(price, None)``, or ``(None, reason)`` when the price is unknown."""
         price = self.regions.get(region, {}).get(instance_type)

@@ -207,8 +207,8 @@ def test_a_trial_the_tuner_cannot_carry_is_refused_on_template(what):
 
 def _sweep_and_trial(team: Any = None) -> tuple[Any, dict[str, Any]]:
     """A sweep of distilbert-spot and its trial's request, rendered as the trigger renders
-    them (``ftl_trigger.attempt_request``; no tracking)."""
-    from ftl_trigger.attempt_request import attempt_request
+    them (``jobmodel.admission.attempt_request``; no tracking)."""
+    from jobmodel.admission import attempt_request
     from jobmodel.after_training.tracking import TrackingConfig
     from jobmodel.sweeps import SWEEP_FIELDS, parse_sweep
 

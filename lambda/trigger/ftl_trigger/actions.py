@@ -41,7 +41,6 @@ from ftl_trigger.identity import Caller
 from ftl_trigger.job_flow import JobFlow
 from ftl_trigger.models_flow import ModelsFlow
 from ftl_trigger.paging import Signer
-from ftl_trigger.quota_gate import QuotaGate
 from ftl_trigger.records import Clock, Effects, Records
 from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.remote import map_aws_error
@@ -114,7 +113,6 @@ class Launcher:
     def _compose(self, runtime: Runtime) -> None:
         """The flows, each given what it uses."""
         records, clock, backends = self.records, self.clock, self.backends
-        self.quota_gate = QuotaGate(settings=runtime)
         self.chains = ChainFlow(settings=runtime, records=records, clock=clock, backends=backends)
         self.recovery = RecoveryFlow(
             ledger=self.ledger,
@@ -132,7 +130,6 @@ class Launcher:
             views=self.views,
             backends=backends,
             chains=self.chains,
-            quotas=self.quota_gate,
             recovery=self.recovery,
         )
         self.jobs = JobFlow(

@@ -1,61 +1,24 @@
-"""Any attempt's ``CreateTrainingJob`` request, rendered whole by the job model.
+"""A chained job's later attempt, rendered whole by the job model from its record.
 
 A job is its attempts: a plain job has one (its request's own capacity,
-``jobmodel.capacity.chain.plain_step``), a chained job one per step. Submit renders attempt 1,
-the capacity chain each later one from the record (the stored request, its step); both call
-``jobmodel.render.render_attempt`` with the runtime's templates, platform, team roles and
-MLflow servers, and nothing patches the request afterwards.
+``jobmodel.capacity.chain.plain_step``), a chained job one per step. Admission renders attempt
+1 (``jobmodel.admission.claim``); the capacity chain renders each later one here from the
+record (the stored request, its step). Both go through ``jobmodel.admission.attempt_request``
+(``render.render_attempt`` with the runtime's templates, platform, team roles and MLflow
+servers), and nothing patches the request afterwards.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from ftl_ledger.job_codec import from_record
-from jobmodel import PlatformConfig, TemplateSpec
-from jobmodel.after_training.tracking import TrackingConfig
-from jobmodel.capacity.chain import Step, plain_step
-from jobmodel.render import AttemptTracking, JobIdentity, render_attempt
+from jobmodel.admission import RenderSettings, attempt_request
 from jobmodel.requests.submit import SubmitRequest
 
-__all__ = ["RenderSettings", "attempt_request", "record_attempt_request"]
-
-
-class RenderSettings(Protocol):
-    """What rendering reads of the runtime."""
-
-    catalog: Mapping[str, TemplateSpec]
-    platform: PlatformConfig
-    team_roles: Mapping[str, str]
-    tracking: TrackingConfig  # the platform's MLflow servers (issue 27)
-
-
-def attempt_request(
-    settings: RenderSettings,
-    req: SubmitRequest,
-    step: Mapping[str, Any] | None,
-    *,
-    job_name: str,
-    attempt: int,
-    team: str | None,
-    requested_by: str | None,
-    estimate: float | None,
-) -> dict[str, Any]:
-    """Attempt ``attempt`` of job ``job_name`` on ``step`` (a chain's step as the record keeps
-    it; None: the request's own capacity, a plain job)."""
-    spec = settings.catalog[req.template]
-    job = JobIdentity(
-        name=job_name,
-        attempt=attempt,
-        team=team,
-        requested_by=requested_by,
-        role_arn=settings.team_roles.get(team) if team else None,
-    )
-    tracking = AttemptTracking(settings.tracking, estimate)
-    capacity = plain_step(req, spec) if step is None else Step.from_dict(step)
-    return render_attempt(req, spec, settings.platform, capacity, tracking, job=job)
+__all__ = ["record_attempt_request"]
 
 
 def record_attempt_request(

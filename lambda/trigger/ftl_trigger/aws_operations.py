@@ -34,7 +34,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
     "sns": ("Publish",),
     # Notifications (ftl_ledger.notify): every platform event on the event bus too.
     "events": ("PutEvents",),
-    # Quota-aware submit (ftl_trigger/quota_gate.py): the account's SageMaker quotas.
+    # Quota-aware submit (ftl_trigger/quotas.py): the account's SageMaker quotas.
     "service-quotas": ("ListServiceQuotas",),
     # An evaluation's results (issue 36, ftl_ledger.evaluation): the evaluation job's
     # output.tar.gz read, the evaluated job's metrics JSON written.

@@ -1,5 +1,6 @@
-"""Capacity chains in the launcher (docs/API.md, "Capacity"): plan a job's steps at submit,
-start its attempts one after another through the backend, stop the chain.
+"""Capacity chains in the launcher (docs/API.md, "Capacity"): start a job's attempts one
+after another through the backend, stop the chain (its steps are planned at admission,
+``jobmodel.admission``).
 
 A chained job's attempts are started only here, each through the backend the job was claimed
 for (``ftl_trigger.backends``), so both schedulers run chains: in direct mode an attempt is a
@@ -11,7 +12,7 @@ status, and when the job-events function asks (the ``advance`` action, door ``ch
 stops the job between the two attempts instead. A failed start's move to the next step is
 recorded by the backends' host (``backends.host.StartRecorder``).
 
-:class:`ChainFlow` is given the runtime's plans, prices and templates (``settings``), the
+:class:`ChainFlow` is given what rendering reads of the runtime (``settings``), the
 records, the clock, the backends, and the queue flow (a queue-mode attempt is looked at as
 describe does before the next one starts).
 """
@@ -21,37 +22,27 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from ftl_trigger.attempt_request import RenderSettings, record_attempt_request
+from ftl_trigger.attempt_request import record_attempt_request
 from ftl_trigger.backends import Backends
 from ftl_trigger.records import Clock, Records
+from jobmodel.admission import RenderSettings
 from jobmodel.capacity import chain as C
-from jobmodel.capacity.plans import CapacityConfig
-from jobmodel.contract.errors import CapacityError, Conflict, JobModelError, ValidationError
+from jobmodel.contract.errors import CapacityError, Conflict, JobModelError
 from jobmodel.jobs import attempts as A
 from jobmodel.jobs.record import Change, JobRecord
 from jobmodel.render import request_hash
-from jobmodel.requests.submit import SubmitRequest
-from jobmodel.templates.spec import TemplateSpec
 
 LOG = logging.getLogger("ftl.trigger")
 MAX_STARTS = C.MAX_ATTEMPTS  # starts of one request (each failed start moves one step on)
-
-
-class ChainSettings(RenderSettings, Protocol):
-    """What a chain reads of the runtime: the training plans, the prices, and what an
-    attempt's rendering reads (``attempt_request.RenderSettings``)."""
-
-    capacity: CapacityConfig
-    prices: Any  # a PriceTable or LivePrices: ``hourly(region, instance_type)``
 
 
 class ChainFlow:
     def __init__(
         self,
         *,
-        settings: ChainSettings,
+        settings: RenderSettings,
         records: Records,
         clock: Clock,
         backends: Backends,
@@ -60,49 +51,6 @@ class ChainFlow:
         self.records = records
         self.clock = clock
         self.backends = backends
-
-    # ------------------------------------------------------------------ submit
-    def plan_steps(
-        self, req: SubmitRequest, spec: TemplateSpec, team: str | None
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        """The job's steps (each with its candidate types' prices) and why chosen steps were
-        left out; ``ValidationError`` on ``capacity`` when no step is left."""
-        rt = self.settings
-        plan = rt.capacity.usable(
-            team=team, template=spec.name, count=req.instance_count, now=self.clock.now()
-        )
-        steps, skipped = C.plan_chain(
-            spec,
-            instance_type=req.instance_type,
-            count=req.instance_count,
-            chosen=req.capacity,
-            spot=req.spot,
-            plan=plan,
-        )
-        if not steps:
-            raise ValidationError(
-                "capacity", "no step of the capacity chain can run this job: " + "; ".join(skipped)
-            )
-        out = []
-        for step in steps:
-            entry = step.to_dict()
-            entry["prices"] = {
-                t: rt.prices.hourly(rt.platform.region, t)[0] for t in step.instance_types
-            }
-            out.append(entry)
-        return out, skipped
-
-    def worst_case(
-        self, steps: list[dict[str, Any]], req: SubmitRequest
-    ) -> tuple[float | None, str | None]:
-        """The chain's worst case: every step to its maximum runtime on its dearest type."""
-        rt = self.settings
-        region = rt.platform.region
-        return C.worst_case_usd(
-            [C.Step.from_dict(s) for s in steps],
-            lambda t: rt.prices.hourly(region, t),
-            req.max_runtime_seconds,
-        )
 
     # ------------------------------------------------------------------- start
     def start_chained(self, job: dict[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any]:

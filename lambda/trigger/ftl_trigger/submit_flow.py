@@ -1,4 +1,12 @@
-"""Submit: validate, check the team's limits, claim the job in the ledger, start it.
+"""Submit: validate, admit, claim the job in the ledger, start it.
+
+A submit reads first what its admission depends on (the price table, the account's SageMaker
+quotas, the team's usage), then makes one call into the job model,
+``jobmodel.admission.admit`` (the chain's plan, the quotas, the price and worst case, the
+team's limits), and ``admission.claim`` names the job, renders attempt 1 and builds its first
+record. What stays here is what only the ledger can answer: a token already taken, a name or
+the team's usage taken by another submit (then a fresh name, or the usage read and the
+limits checked again).
 
 Starting the claimed job is the backend's (``ftl_trigger.backends``: SageMaker's
 ``CreateTrainingJob`` in direct mode, an AWS Batch service job in queue mode), chosen once
@@ -7,7 +15,7 @@ from the scheduler configuration. Everything before it is the same.
 :class:`SubmitFlow` is given the runtime's templates, platform, scheduler, prices, team roles
 and name randomness (``settings``), the ledger (tokens and claims), the records, the team's
 usage, the clock, and the parts of the launcher a submit calls: the job views, the backends,
-the capacity chains, the quota gate and the recovery flow (a replay looks after its job).
+the capacity chains and the recovery flow (a replay looks after its job).
 """
 
 from __future__ import annotations
@@ -20,30 +28,22 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ftl_ledger.job_codec import to_record
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
-from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backends import Backends
 from ftl_trigger.chain_flow import ChainFlow
 from ftl_trigger.errors import Throttled, UpstreamError
 from ftl_trigger.identity import Caller
-from ftl_trigger.quota_gate import QuotaGate
+from ftl_trigger.quotas import LiveQuotas
 from ftl_trigger.records import Clock, Records, ledger_call, same_request
 from ftl_trigger.recovery_flow import RecoveryFlow
 from ftl_trigger.views import JobViews
-from jobmodel import (
-    make_job_name,
-    request_hash,
-    validate_submit,
-)
-from jobmodel.capacity import chain as C
+from jobmodel import admission
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract.statuses import Status
-from jobmodel.evaluation.additions import EvaluationAdditions
 from jobmodel.jobs import attempts as A
 from jobmodel.jobs import claims as CL
-from jobmodel.jobs.job import Job
-from jobmodel.money import limits as Q
-from jobmodel.money.pricing import estimate_max_cost_usd
-from jobmodel.requests.submit import SubmitRequest
+from jobmodel.money.limits import Usage
+from jobmodel.money.pricing import PriceTable
+from jobmodel.requests.submit import validate_submit
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
@@ -59,13 +59,22 @@ NAME_ATTEMPTS = 3
 MAX_RACES = 50
 
 
-class SubmitSettings(RenderSettings, Protocol):
-    """What a submit reads of the runtime (and what rendering reads,
-    ``attempt_request.RenderSettings``)."""
+class Prices(Protocol):
+    """The runtime's prices: a ``PriceTable``, or ``LivePrices`` (the stored Price List
+    prices over it)."""
+
+    def table(self) -> PriceTable: ...
+
+
+class SubmitSettings(admission.AdmissionSettings, Protocol):
+    """What a submit reads of the runtime (and what admission reads,
+    ``jobmodel.admission.AdmissionSettings``)."""
 
     scheduler: SchedulerConfig
-    prices: Any  # a PriceTable or LivePrices: ``hourly(region, instance_type)``
-    evaluation: EvaluationAdditions
+    quotas: LiveQuotas | None
+
+    @property
+    def prices(self) -> Prices: ...
 
     @property
     def random_hex(self) -> Callable[[], str]: ...
@@ -85,7 +94,6 @@ class SubmitFlow:
         views: JobViews,
         backends: Backends,
         chains: ChainFlow,
-        quotas: QuotaGate,
         recovery: RecoveryFlow,
     ) -> None:
         self.settings = settings
@@ -96,11 +104,12 @@ class SubmitFlow:
         self.views = views
         self.backends = backends
         self.chains = chains
-        self.quotas = quotas
         self.recovery = recovery
 
     # ---------------------------------------------------------------- submit
     def submit(self, params: Mapping[str, Any], caller: Caller) -> tuple[dict[str, Any], bool]:
+        """Validate, read what admission depends on, admit (one call into the job model),
+        then claim a fresh name and start the job."""
         rt = self.settings
         team = caller.submitting_team()
         req = validate_submit(
@@ -117,32 +126,13 @@ class SubmitFlow:
             existing = ledger_call(self.ledger.get_token, req.client_token, team_name)
             if existing is not None:
                 return self._replay(existing, fingerprint), False
-        price, reason = rt.prices.hourly(rt.platform.region, req.instance_type)
-        estimate = estimate_max_cost_usd(price, req.instance_count, req.max_runtime_seconds)
-        spec = rt.catalog[req.template]
-        steps, skipped = (
-            self.chains.plan_steps(req, spec, team_name) if spec.capacity_chain else ([], [])
-        )
-        # Refuse a job that can never start; a chain loses the steps whose quota is short.
-        steps, short, quota_check = self.quotas.check(req, steps)
-        skipped += short
-        if steps:
-            # A chain: attempt 1 is the first step's; the estimate its worst case.
-            first = steps[0]
-            price = first["prices"][first["instance_types"][0]]
-            estimate, reason = self.chains.worst_case(steps, req)
-        checks = [quota_check, *self._check_limits(caller, req, estimate, reason)]
+        looked = self._look(team_name)
+        admitted = admission.admit(req, rt, team=team, looked=looked, now=self.clock.now())
         if req.dry_run:
-            dry = self._dry_run(req, caller, price, estimate, reason, checks, steps)
-            if steps:
-                dry["capacity_chain"] = steps
-                dry["capacity_skipped"] = skipped
-            return dry, False
+            return self._dry_run(admitted, caller), False
         names = races = 0
         while names < NAME_ATTEMPTS:
-            job, rendered, token = self._new_job(
-                req, caller, fingerprint, price, estimate, reason, steps
-            )
+            job, rendered, token = self._new_job(admitted, caller, fingerprint)
             self.backends.chosen.check(job, rendered)  # e.g. queue mode's 10 KiB, before any write
             try:
                 ledger_call(
@@ -151,7 +141,7 @@ class SubmitFlow:
                     token,
                     team,
                     count=req.instance_count,
-                    estimate=estimate,
+                    estimate=admitted.estimate,
                 )
             except NameTaken:
                 names += 1
@@ -165,7 +155,8 @@ class SubmitFlow:
                         f"team {team_name}'s usage changed on every one of {MAX_RACES} tries "
                         "(many concurrent submits); retry"
                     ) from None
-                self._check_limits(caller, req, estimate, reason)
+                usage = self._usage(team_name)
+                admission.limit_checks(req, team, usage, admitted.estimate, admitted.reason)
                 continue
             except TokenTaken:
                 existing = ledger_call(self.ledger.get_token, req.client_token, team_name)
@@ -175,118 +166,72 @@ class SubmitFlow:
             return self._start(job, rendered), True
         raise UpstreamError(f"could not allocate a unique job name after {NAME_ATTEMPTS} attempts")
 
-    def _check_limits(
-        self, caller: Caller, req: SubmitRequest, estimate: float | None, reason: str | None
-    ) -> list[dict[str, Any]]:
-        team = caller.team
-        if team is None:
-            return []
-        limits = team.limits
-        Q.require_price(
-            limits,
-            estimate,
-            field="instance_type",
-            what=f"team {team.name}",
-            instance_type=req.instance_type,
-            reason=reason,
-        )
-        # Read only: a refused submit (or a dry run) writes nothing, not even the usage item.
-        usage = ledger_call(self.usage.peek, team.name)
-        return Q.check_limits(
-            limits, usage, team=team.name, count=req.instance_count, estimate=estimate
+    def _look(self, team: str | None) -> admission.Looked:
+        """What admission depends on, read first: the prices, the account's quotas (a failed
+        read is skipped, and a dry run says so) and the team's usage (read only: a refused
+        submit or a dry run writes nothing, not even the usage item)."""
+        rt = self.settings
+        prices = rt.prices.table()
+        quotas, unread = rt.quotas.current() if rt.quotas else (None, "not configured")
+        return admission.Looked(
+            prices=prices,
+            quotas=quotas,
+            quotas_unread=unread or "",
+            usage=self._usage(team),
         )
 
+    def _usage(self, team: str | None) -> Usage | None:
+        return None if team is None else ledger_call(self.usage.peek, team)
+
     def _new_job(
-        self,
-        req: SubmitRequest,
-        caller: Caller,
-        fingerprint: str,
-        price: float | None,
-        estimate: float | None,
-        reason: str | None,
-        steps: list[dict[str, Any]] | None = None,
+        self, admitted: admission.Admitted, caller: Caller, fingerprint: str
     ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
         """A fresh job name, its rendered request, its ledger item and its token item."""
-        rt = self.settings
-        team = caller.team_name
-        now = self.clock.now()
-        name = make_job_name(
-            req.job_name_prefix or req.template,
-            now=now,
-            rand_hex=rt.random_hex(),
-            team=team,
-            reserve=C.ATTEMPT_SUFFIX_LEN if steps else 0,
-        )
-        # Attempt 1: a plain job's one step, or the chain's first.
-        rendered = attempt_request(
-            rt,
-            req,
-            steps[0] if steps else None,
-            job_name=name,
-            attempt=1,
-            team=team,
+        claimed, rendered = admission.claim(
+            admitted,
+            self.settings,
+            team=caller.team_name,
             requested_by=caller.principal,
-            estimate=estimate,
-        )
-        # Issue 36: the policy it is evaluated by once Completed (the team's additions applied).
-        policy = rt.evaluation.policy(rt.catalog[req.template], team)
-        claimed = Job.claim(
-            req,
-            job_name=name,
-            rendered=rendered,
-            rendered_hash=request_hash(rendered),
-            platform=rt.platform,
-            requested_by=caller.principal,
-            team=team,
-            now=now,
-            price=price,
-            estimate=estimate,
-            price_reason=reason,
-            steps=steps or (),
-            evaluation_policy=policy,
+            now=self.clock.now(),
+            rand_hex=self.settings.random_hex(),
         )
         job = to_record(claimed)
-        created_at = str(claimed.created_at)
         token = None
-        if req.client_token is not None:
+        client_token = admitted.req.client_token
+        if client_token is not None:
             token = {
-                "client_token": req.client_token,
-                "job_name": name,
+                "client_token": client_token,
+                "job_name": claimed.job_name,
                 "fingerprint": fingerprint,
-                "created_at": created_at,
+                "created_at": str(claimed.created_at),
             }
         return job, rendered, token
 
-    def _dry_run(
-        self,
-        req: SubmitRequest,
-        caller: Caller,
-        price: float | None,
-        estimate: float | None,
-        reason: str | None,
-        checks: list[dict[str, Any]],
-        steps: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
-        job, rendered, _ = self._new_job(
-            req, caller, req.fingerprint(), price, estimate, reason, steps
-        )
+    def _dry_run(self, admitted: admission.Admitted, caller: Caller) -> dict[str, Any]:
+        req = admitted.req
+        job, rendered, _ = self._new_job(admitted, caller, req.fingerprint())
         self.backends.chosen.check(job, rendered)  # a real submit would refuse it here
         view = self.views.view({**job, "status": "DryRun"})
         for key in ("job_arn", "console_url", "batch_job_id", "queued_at"):
             view.pop(key, None)
+        price, reason = admitted.price, admitted.reason
         all_checks = [
             {"check": "validation", "ok": True},
             {"check": "team", "ok": True, "team": caller.team_name},
             {"check": "price", "ok": price is not None, "price_usd_per_hour": price}
             | ({"reason": reason} if reason else {}),
-            *checks,
+            *admitted.checks,
         ]
-        return {
+        dry = {
             **view,
             "dry_run": True,
             "checks": all_checks,
             "create_training_job": rendered,
         }
+        if admitted.steps:
+            dry["capacity_chain"] = admitted.steps
+            dry["capacity_skipped"] = admitted.skipped
+        return dry
 
     # ------------------------------------------------------------------ start
     def _start(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:

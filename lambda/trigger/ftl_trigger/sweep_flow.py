@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ftl_ledger.job_codec import from_record, to_record
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
-from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backends import Backends
 from ftl_trigger.errors import Throttled, UpstreamError
 from ftl_trigger.identity import Caller
 from ftl_trigger.records import Clock, ledger_call, same_request
 from ftl_trigger.views import JobViews
 from jobmodel import ValidationError, make_job_name, request_hash, validate_submit
+from jobmodel.admission import RenderSettings, attempt_request
 from jobmodel.capacity.scheduler import SchedulerConfig
 from jobmodel.contract import names
 from jobmodel.contract.statuses import Status

@@ -16,7 +16,7 @@ from ftl_ledger.notify import NotifySettings
 from ftl_ledger.runtime import CLIENT_CONFIGS, FunctionRuntime
 from ftl_trigger import aws
 from ftl_trigger.prices import LivePrices
-from ftl_trigger.quota_gate import LiveQuotas
+from ftl_trigger.quotas import LiveQuotas
 from jobmodel import PlatformConfig, TemplateSpec, load_catalog
 from jobmodel.after_training.registry import ENV_MODEL_REGISTRY
 from jobmodel.after_training.tracking import TrackingConfig

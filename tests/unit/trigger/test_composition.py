@@ -65,7 +65,6 @@ def test_the_launcher_and_its_flows_are_composed_not_mixed(launcher):
         built.queue,
         built.chains,
         built.recovery,
-        built.quota_gate,
         built.views,
         built.records,
     ]

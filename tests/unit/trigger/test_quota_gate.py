@@ -10,7 +10,7 @@ import botocore.session
 import pytest
 from botocore.stub import Stubber
 
-from ftl_trigger.quota_gate import CACHE_SECONDS, RETRY_SECONDS, LiveQuotas
+from ftl_trigger.quotas import CACHE_SECONDS, RETRY_SECONDS, LiveQuotas
 from jobmodel.capacity.service_quotas import quota_name
 from tests.lambda_support import client, create_ledger_table, load_handler, trigger_env
 from tests.unit.trigger.conftest import TRIGGER_DIR, Launcher
