@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..contract.statuses import TERMINAL_STATUSES, Status
+from .job import Job
 from .record import Change
 
 __all__ = ["after_held_end", "held_end", "hold", "unexplained_batch_end"]
@@ -26,13 +27,13 @@ SAGEMAKER_ENDS = frozenset(
 )
 
 
-def unexplained_batch_end(job: Mapping[str, Any], update: Mapping[str, Any]) -> bool:
+def unexplained_batch_end(job: Job, update: Mapping[str, Any]) -> bool:
     """Batch's FAILED of a started attempt while the record holds no SageMaker end of it:
     EventBridge does not order events, and SageMaker's may yet say it was for want of
     capacity."""
     if update.get("status_source") != "batch" or update.get("status") != str(Status.FAILED):
         return False
-    return job.get("secondary_status") not in SAGEMAKER_ENDS
+    return job.secondary_status not in SAGEMAKER_ENDS
 
 
 def hold(update: Mapping[str, Any]) -> Change:
@@ -44,18 +45,18 @@ def hold(update: Mapping[str, Any]) -> Change:
     return Change(once=once, also=batch)
 
 
-def held_end(job: Mapping[str, Any]) -> bool:
+def held_end(job: Job) -> bool:
     """A chained queue-mode job whose current attempt Batch ended (``FAILED``) with nothing
     yet saying why: the job's status waits for the launcher's look or SageMaker's event."""
     return (
-        bool(job.get("chain"))
-        and job.get("batch_status") == "FAILED"
-        and job.get("status") not in TERMINAL_STATUSES
-        and not job.get("chain_pending")
+        bool(job.chain)
+        and job.batch_status == "FAILED"
+        and job.status not in TERMINAL_STATUSES
+        and not job.chain_pending
     )
 
 
-def after_held_end(job: Mapping[str, Any], update: Mapping[str, Any]) -> Mapping[str, Any]:
+def after_held_end(job: Job, update: Mapping[str, Any]) -> Mapping[str, Any]:
     """SageMaker's word on the end of an attempt whose Batch end is held: the attempt's end
     (SageMaker's ``Failed`` of a training job Batch created reads as ``InProgress`` while
     Batch may retry; Batch's ``FAILED`` says it did not)."""

@@ -88,7 +88,7 @@ def _sweep(observation: Observation) -> dict[str, Any]:
 def _newly_held(outcome: Outcome) -> bool:
     """This write held Batch's end of a chained attempt that nothing yet says why
     (``jobmodel.jobs.batch_end_hold``): the launcher is asked to look."""
-    return held_end(outcome.after) and not held_end(outcome.before)
+    return held_end(from_record(outcome.after)) and not held_end(from_record(outcome.before))
 
 
 def _ask(job_name: str, action: str) -> None:

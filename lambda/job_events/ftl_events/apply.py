@@ -19,6 +19,7 @@ from typing import Any
 
 from ftl_events.ownership import foreign_reason
 from ftl_events.parse import Observation
+from ftl_ledger.job_codec import from_record
 from ftl_ledger.ledger import Ledger
 from ftl_ledger.writer import Applied, JobWriter, print_line
 from jobmodel import TERMINAL_STATUSES
@@ -112,7 +113,7 @@ class Recorder:
         # Batch's end of an attempt that nothing yet says why is held
         # (``jobmodel.jobs.batch_end_hold``).
         def change(current: JobRecord) -> Change:
-            return change_for(current, update, hold_batch_end=True)
+            return change_for(from_record(current), update, hold_batch_end=True)
 
         done = self.writer.apply(job, change)  # type: ignore[arg-type]
         return Outcome.of(name, done)

@@ -24,6 +24,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.attempt_request import record_attempt_request
 from ftl_trigger.backends import Backends
 from ftl_trigger.records import Clock, Records
@@ -56,28 +57,31 @@ class ChainFlow:
     def start_chained(self, job: dict[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any]:
         """Start the job's current attempt; while starts fail for want of capacity and steps
         are left, start the next."""
+        name = str(from_record(job).job_name)
         for _ in range(MAX_STARTS):
             try:
                 return self.backends.of(job).start(job, rendered)
             except CapacityError:
-                fresh = self.records.get(job["job_name"])
-                if fresh is None or not fresh.get("chain_pending"):
+                fresh = self.records.get(name)
+                if fresh is None or not from_record(fresh).chain_pending:
                     raise
                 job, rendered, won = self._claim_pending(fresh)
                 if not won:
                     return job
-        raise CapacityError(f"job {job['job_name']}: no step of its chain had capacity")
+        raise CapacityError(f"job {name}: no step of its chain had capacity")
 
     def _claim_pending(self, job: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], bool]:
         """Write the pending attempt's request as the job's (so a replay restarts it); the
         record, the request and whether this call claimed it (one caller starts it)."""
-        rendered = record_attempt_request(self.settings, job, int(job["attempt"]))
+        attempt = from_record(job).attempt
+        rendered = record_attempt_request(self.settings, job, int(attempt or 1))
         text = json.dumps(rendered, sort_keys=True)
         digest = request_hash(rendered)
         clock = self.clock
 
-        def claim(current: JobRecord) -> Change:
-            if not current.get("chain_pending") or current.get("attempt") != job["attempt"]:
+        def claim(record: JobRecord) -> Change:
+            current = from_record(record)
+            if not current.chain_pending or current.attempt != attempt:
                 return Change()
             return A.start_change(current, text, digest, clock.ms())
 
@@ -89,7 +93,8 @@ class ChainFlow:
     def advance_pending(self, job: dict[str, Any]) -> dict[str, Any]:
         """Start a job's pending attempt (no-op when none is pending or another caller
         claimed it first)."""
-        if not job.get("chain_pending"):
+        typed = from_record(job)
+        if not typed.chain_pending:
             return job
         claimed, rendered, won = self._claim_pending(job)
         if not won:
@@ -97,10 +102,9 @@ class ChainFlow:
         try:
             return self.start_chained(claimed, rendered)
         except JobModelError as err:
-            LOG.warning(
-                "job %s: attempt %s did not start: %s", job["job_name"], job["attempt"], err
-            )
-            return self.records.get(job["job_name"]) or claimed
+            name = str(typed.job_name)
+            LOG.warning("job %s: attempt %s did not start: %s", name, typed.attempt, err)
+            return self.records.get(name) or claimed
 
     def advance(self, name: str) -> dict[str, Any]:
         """The ``advance`` action (the job-events function, door ``chain``): start the job's
@@ -111,24 +115,26 @@ class ChainFlow:
             return {"job_name": name, "advanced": False}
         looked = self.backends.of(job).catch_up(job)
         after = self.advance_pending(looked)
+        typed = from_record(after)
         return {
             "job_name": name,
             "advanced": after is not looked,
-            "attempt": after.get("attempt"),
-            "status": after.get("status"),
+            "attempt": typed.attempt,
+            "status": typed.status,
         }
 
     # -------------------------------------------------------------------- stop
     def stop_chained(self, job: dict[str, Any]) -> dict[str, Any] | None:
         """Stop between two attempts (the job stops here), or mark the chain stopped before
         the current attempt's stop (None: the caller stops the training job)."""
-        if job.get("chain_pending"):
-            return self.records.write(job, A.stop_pending_change(job, self.clock.ms()))
-        if A.starting(job):
+        typed = from_record(job)
+        if typed.chain_pending:
+            return self.records.write(job, A.stop_pending_change(typed, self.clock.ms()))
+        if A.starting(typed):
             # Claimed, its CreateTrainingJob not answered yet: there is nothing to stop until
             # it is (as a job still Submitting).
             raise Conflict(
-                f"job {job['job_name']}: attempt {job['attempt']} is still starting; retry the "
+                f"job {typed.job_name}: attempt {typed.attempt} is still starting; retry the "
                 "stop in a few seconds",
                 field="job_name",
             )

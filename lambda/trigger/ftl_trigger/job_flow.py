@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.backends import Backends
 from ftl_trigger.backends.queue.places import QueueSpot
 from ftl_trigger.chain_flow import ChainFlow
@@ -81,12 +82,14 @@ class JobFlow:
             # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
         job = self.recovery.look_after(job)  # a stale claim resolved, owed end effects done
-        if advance and job.get("chain_pending") and job["status"] not in TERMINAL_STATUSES:
+        typed = from_record(job)
+        if advance and typed.chain_pending and typed.status not in TERMINAL_STATUSES:
             job = self.chains.advance_pending(job)  # a chain's next attempt not started yet
-        if job["status"] in TERMINAL_STATUSES or job["status"] == Status.SUBMITTING:
+            typed = from_record(job)
+        if typed.status in TERMINAL_STATUSES or typed.status == Status.SUBMITTING:
             return job, None
         job, position = self.backends.of(job).refresh(job)
-        if advance and job.get("chain_pending"):  # it ended for want of capacity
+        if advance and from_record(job).chain_pending:  # it ended for want of capacity
             return self.chains.advance_pending(job), None
         return job, position
 
@@ -94,9 +97,10 @@ class JobFlow:
     def stop(self, name: str, caller: Caller) -> dict[str, Any]:
         job, position = self.fresh(name, caller, advance=False)
         view = self.views.view
-        if job["status"] in TERMINAL_STATUSES or job["status"] == Status.STOPPING:
+        typed = from_record(job)
+        if typed.status in TERMINAL_STATUSES or typed.status == Status.STOPPING:
             return view(job, detail=True, position=position)
-        if job["status"] == Status.SUBMITTING:
+        if typed.status == Status.SUBMITTING:
             # Its start may still be in flight; a claim that never started is ended as
             # FailedToStart at the bound (jobmodel.jobs.claims), so this answer does not last.
             raise Conflict(
@@ -105,7 +109,7 @@ class JobFlow:
                 "after its submit)",
                 field="job_name",
             )
-        if A.chained(job):
+        if A.chained(typed):
             stopped = self.chains.stop_chained(job)
             if stopped is not None:  # between two attempts: nothing runs, the job stopped
                 return view(stopped, detail=True)
@@ -147,7 +151,7 @@ class JobFlow:
                     i,
                     detail=True,
                     secondary=False,
-                    position=positions.get(i.get("batch_job_arn") or ""),
+                    position=positions.get(from_record(i).batch_job_arn or ""),
                 )
                 for i in items
             ]
@@ -159,6 +163,7 @@ class JobFlow:
 
 def _needs_look(job: Mapping[str, Any]) -> bool:
     """A listed job a look may change: a claim past the grace, or owed end effects."""
-    if job.get("status") == Status.SUBMITTING:
-        return bool(job.get("created_at"))
+    typed = from_record(job)
+    if typed.status == Status.SUBMITTING:
+        return bool(typed.created_at)
     return bool(E.owed(job))

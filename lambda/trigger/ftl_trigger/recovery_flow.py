@@ -22,6 +22,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.backends import Backends
 from ftl_trigger.backends.host import RECORD_PENDING
 from ftl_trigger.records import Clock, Effects, Records, ledger_call
@@ -71,24 +72,25 @@ class RecoveryFlow:
         except UpstreamError:  # claimed for a backend this platform no longer has
             return job
         found = backend.recover(job)
-        if found.get(RECORD_PENDING) or found.get("status") != Status.SUBMITTING:
+        if found.get(RECORD_PENDING) or from_record(found).status != Status.SUBMITTING:
             return found  # the backend has it (recorded, or being recorded)
         if age < CL.CLAIM_BOUND_S:
             return found
         what = "AWS Batch service" if backend.name == "queue" else "SageMaker training"
+        typed = from_record(job)
         ended = Change.launcher(
             Status.FAILED_TO_START,
             self.clock.ms(),
-            reason=CL.unstarted_reason(current_training_job(job), what),
+            reason=CL.unstarted_reason(current_training_job(typed), what),
             also={"error_type": UpstreamError.type},
             free_token=True,
         )
-        LOG.warning("job %s: claim ended at the bound, never started", job["job_name"])
+        LOG.warning("job %s: claim ended at the bound, never started", typed.job_name)
         return self.records.write(found, ended)
 
     def look_after(self, job: dict[str, Any]) -> dict[str, Any]:
         """One job as a look leaves it: a stale claim resolved, owed effects done."""
-        if job.get("status") == Status.SUBMITTING:
+        if from_record(job).status == Status.SUBMITTING:
             job = self.recover_submitting(job)
         return self.effects.complete(job)
 
@@ -98,7 +100,8 @@ class RecoveryFlow:
         try:
             return self.look_after(job)
         except JobModelError as err:
-            LOG.warning("job %s: left for the next look: %s", job.get("job_name"), err.message)
+            name = from_record(job).job_name
+            LOG.warning("job %s: left for the next look: %s", name, err.message)
             return job
 
     # ---------------------------------------------------------------- sweep
@@ -119,10 +122,11 @@ class RecoveryFlow:
 
 
 def _count(counts: dict[str, int], before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
-    if before.get("status") == Status.SUBMITTING and after.get("status") != Status.SUBMITTING:
-        key = "failed_to_start" if after.get("status") == Status.FAILED_TO_START else "started"
+    was, now = from_record(before), from_record(after)
+    if was.status == Status.SUBMITTING and now.status != Status.SUBMITTING:
+        key = "failed_to_start" if now.status == Status.FAILED_TO_START else "started"
         counts[key] += 1
-    done = len(E.owed(before) if before.get(E.OWED) else {}) - len(E.owed(after))
+    done = len(E.owed(before) if was.owed_effects else {}) - len(E.owed(after))
     counts["effects_done"] += max(done, 0)
     if CL.needs_care(after):
         counts["left"] += 1

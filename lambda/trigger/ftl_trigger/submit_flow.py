@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ftl_ledger.job_codec import to_record
+from ftl_ledger.job_codec import from_record, to_record
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.backends import Backends
 from ftl_trigger.chain_flow import ChainFlow
@@ -236,7 +236,7 @@ class SubmitFlow:
     # ------------------------------------------------------------------ start
     def _start(self, job: dict[str, Any], rendered: dict[str, Any]) -> dict[str, Any]:
         """Start a claimed job with the backend it was claimed for."""
-        if A.chained(job):
+        if A.chained(from_record(job)):
             return self.views.view(self.chains.start_chained(job, rendered))
         return self.views.view(self.backends.of(job).start(job, rendered))
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from ftl_ledger.items import from_item
+from ftl_ledger.job_codec import from_record
 from jobmodel.capacity.plans import CapacityConfig
 from jobmodel.jobs.attempts import starting
 from jobmodel.money.pricing import PriceTable
@@ -182,5 +183,6 @@ def test_an_attempt_is_starting_from_its_claim_until_its_training_job_is_known(c
     claimed["attempts"] = [
         {**a, "status": "Starting"} if a["attempt"] == 2 else a for a in record["attempts"]
     ]
-    assert starting(claimed) and not starting(record)
-    assert not starting({**claimed, "batch_job_id": "b-1"})  # queue mode: a service job
+    assert starting(from_record(claimed)) and not starting(from_record(record))
+    # queue mode: a service job
+    assert not starting(from_record({**claimed, "batch_job_id": "b-1"}))

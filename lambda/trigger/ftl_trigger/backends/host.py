@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.records import Clock, Records
 from ftl_trigger.remote import ambiguous, describe_training_job, map_aws_error
 from jobmodel.contract.errors import CapacityError, JobModelError
@@ -67,9 +68,8 @@ class StartRecorder:
         try:
             return self.records.write(job, change)
         except JobModelError as err:
-            LOG.warning(
-                "job %s started but the ledger update failed: %s", job["job_name"], err.message
-            )
+            name = from_record(job).job_name
+            LOG.warning("job %s started but the ledger update failed: %s", name, err.message)
             arn = change.once.get("job_arn") or change.observation.get("job_arn")
             return record_pending(job, {"job_arn": arn})
 
@@ -91,9 +91,10 @@ class StartRecorder:
     def _chain_moves_on(self, job: dict[str, Any], error: JobModelError) -> bool:
         """A chained attempt's failed start for want of capacity: close it and leave the
         next one pending (True), so the start moves on; False when no step is left."""
-        if not A.chained(job) or not isinstance(error, CapacityError):
+        typed = from_record(job)
+        if not A.chained(typed) or not isinstance(error, CapacityError):
             return False
-        change = A.failed_start_change(job, error.message, self.clock.ms())
+        change = A.failed_start_change(typed, error.message, self.clock.ms())
         if change is None:
             return False
         self.records.write(job, change)

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.remote import error_code
 from jobmodel.contract.errors import Conflict, JobModelError, UpstreamError
 from jobmodel.contract.statuses import Status
 from jobmodel.jobs.attempts import change_for, current_training_job
 from jobmodel.jobs.record import Change
 from jobmodel.jobs.training_state import from_training_job
+from jobmodel.jobs.view import queued_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_trigger.backends import Host
@@ -44,14 +46,14 @@ class DirectBackend:
 
     def owns(self, job: Mapping[str, Any]) -> bool:
         # A job claimed in queue mode carries a Batch priority (or job) from its claim on.
-        return job.get("priority") is None and job.get("batch_job_id") is None
+        return not queued_job(from_record(job))
 
     def check(self, job: Mapping[str, Any], rendered: Mapping[str, Any]) -> None:
         """Nothing beyond the job model's validation."""
 
     def start(self, job: dict[str, Any], rendered: Mapping[str, Any]) -> dict[str, Any]:
         host = self.host
-        name = current_training_job(job)  # the job's name, or its chain's current attempt's
+        name = current_training_job(from_record(job))  # the job's name, or its current attempt's
         try:
             arn = start_job(host.rt.sagemaker, rendered)
         except (ClientError, BotoCoreError) as exc:
@@ -74,7 +76,7 @@ class DirectBackend:
         return host.record_start(job, self._started(arn))
 
     def recover(self, job: dict[str, Any]) -> dict[str, Any]:
-        name = current_training_job(job)
+        name = current_training_job(from_record(job))
         # Listed first: the role may describe only the platform's (tagged) jobs, so of a job
         # that does not exist DescribeTrainingJob answers AccessDenied, not "no such job".
         if not self._exists(name):
@@ -89,10 +91,10 @@ class DirectBackend:
     def refresh(self, job: dict[str, Any]) -> tuple[dict[str, Any], None]:
         """DescribeTrainingJob of the current attempt, recorded (a job SageMaker does not
         describe is left as the ledger has it)."""
-        described = self.host.describe_remote(current_training_job(job))
+        described = self.host.describe_remote(current_training_job(from_record(job)))
         if described is not None:
             update = from_training_job(described)
-            job = self.host.write(job, lambda current: change_for(current, update))
+            job = self.host.write(job, lambda current: change_for(from_record(current), update))
         return job, None
 
     def catch_up(self, job: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +104,8 @@ class DirectBackend:
     def stop(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """StopTrainingJob on the current attempt, then ``Stopping``."""
         try:
-            self.host.rt.sagemaker.stop_training_job(TrainingJobName=current_training_job(job))
+            name = current_training_job(from_record(job))
+            self.host.rt.sagemaker.stop_training_job(TrainingJobName=name)
         except (ClientError, BotoCoreError) as exc:
             raise self.host.map_error(exc, "StopTrainingJob") from None
         # By the order rules: the job may have ended (and its end been recorded and published
@@ -138,9 +141,10 @@ class DirectBackend:
     def _adopt(
         self, job: dict[str, Any], described: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        described = described or self.host.describe_remote(current_training_job(job))
+        typed = from_record(job)
+        described = described or self.host.describe_remote(current_training_job(typed))
         if described is None:
-            raise Conflict(f"job name {job['job_name']} is in use by another job", field="job_name")
+            raise Conflict(f"job name {typed.job_name} is in use by another job", field="job_name")
         # What SageMaker says of the job, as a describe would record it.
         update = from_training_job(described)
-        return self.host.record_start(job, change_for(job, update))
+        return self.host.record_start(job, change_for(typed, update))

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.backends.host import record_pending
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
@@ -68,7 +69,9 @@ class QueueBackend:
         except service_jobs.SubmitUncertain as error:
             try:
                 queue = str(host.rt.scheduler.job_queue_arn)
-                found = service_jobs.find_by_name(client, queue, current_training_job(job))
+                found = service_jobs.find_by_name(
+                    client, queue, current_training_job(from_record(job))
+                )
             except JobModelError:
                 # Cannot tell: keep the claim, so a replay of the token resubmits with the
                 # same clientToken (Batch then answers with the job it may have queued).
@@ -86,7 +89,8 @@ class QueueBackend:
         if self.host.rt.batch is None:
             return job
         queue = str(self.host.rt.scheduler.job_queue_arn)
-        found = service_jobs.find_by_name(self.host.rt.batch, queue, current_training_job(job))
+        name = current_training_job(from_record(job))
+        found = service_jobs.find_by_name(self.host.rt.batch, queue, name)
         return job if found is None else self._record_queued(job, found)
 
     def refresh(self, job: dict[str, Any]) -> tuple[dict[str, Any], QueueSpot | None]:
@@ -99,7 +103,11 @@ class QueueBackend:
         """A live chained job with no attempt pending: Batch's end of its attempt may be held
         (``jobmodel.jobs.batch_end_hold``), so DescribeServiceJob and DescribeTrainingJob say
         whether it ended for want of capacity (the next attempt then starts) or ends the job."""
-        if job["status"] in TERMINAL_STATUSES or not A.chained(job) or job.get("chain_pending"):
+        if (
+            job["status"] in TERMINAL_STATUSES
+            or not A.chained(from_record(job))
+            or job.get("chain_pending")
+        ):
             return job
         looked: dict[str, Any] = self.host.queue.refresh_queued(job)[0]
         return looked
@@ -131,7 +139,7 @@ class QueueBackend:
         return service_jobs.service_job_request(
             rendered,
             job_queue=str(sched.job_queue_arn),
-            job_name=current_training_job(job),
+            job_name=current_training_job(from_record(job)),
             # The caller's token, or (none given) one derived from the job's name in a space
             # of its own: a replay of the same claim resubmits with the same clientToken, so
             # Batch queues one job. A chain's later attempts: derived from the attempt's name.

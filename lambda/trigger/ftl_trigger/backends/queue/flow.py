@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.backends.queue import service_jobs
 from ftl_trigger.backends.queue.backend import epoch_ms
 from ftl_trigger.backends.queue.places import QueueLook, QueueSettings, QueueSpot
@@ -66,7 +67,11 @@ class QueueFlow:
             return job, None
         batch = self.settings.batch
         # A capacity chain's attempt is a service job of its own: always asked (module doc).
-        asks_batch = job["status"] in WAITING or not job.get("training_job_name") or A.chained(job)
+        asks_batch = (
+            job["status"] in WAITING
+            or not job.get("training_job_name")
+            or A.chained(from_record(job))
+        )
         if asks_batch and batch is not None:  # None: the platform went back to direct
             try:
                 state = service_jobs.describe(
@@ -76,7 +81,7 @@ class QueueFlow:
                 LOG.warning("Batch has no job %s for %s", job["batch_job_id"], job["job_name"])
                 return job, None
             batch_name = state.pop("job_name", None)
-            if A.chained(job):
+            if A.chained(from_record(job)):
                 return self._refresh_attempt(job, state, str(batch_name or "")), None
             job = self.records.write(job, Change(state, {"job_arn": state.get("training_job_arn")}))
             if job["status"] == Status.QUEUED:  # one snapshot: the position and the estimate
@@ -164,7 +169,7 @@ def _chained(update: Mapping[str, Any], hint: Mapping[str, Any]) -> ChangeFor:
     set once as for every queued job."""
 
     def change(current: Mapping[str, Any]) -> Change:
-        made = A.change_for(current, {**update, **hint})
+        made = A.change_for(from_record(current), {**update, **hint})
         arn = update.get("training_job_arn")
         return Change(
             made.observation, {"job_arn": arn} if arn else {}, made.also, spend=made.spend
