@@ -36,9 +36,12 @@ class HyperparameterError(ValueError):
 
 # Passed by the SageMaker SDK / toolkit / launchers; never ours to interpret.
 IGNORED_PREFIXES = ("sagemaker_",)
-# ``_tuning_objective_metric``: what SageMaker's tuner adds to each trial's hyperparameters (a
-# sweep's trial, issue 37); the toolkit passes it on as ``--_tuning_objective_metric``.
-IGNORED_NAMES = frozenset({"mp_parameters", "local_rank", "local-rank", "_tuning_objective_metric"})
+# What SageMaker's tuner adds to each trial's hyperparameters (a sweep's trial, issue 37); the
+# toolkit passes it on as ``--_tuning_objective_metric``. The job model's name for it is
+# ``jobmodel.sweeps.render.OBJECTIVE_HYPERPARAMETER`` (this code runs in the images and cannot
+# import the job model; tests/training/test_tuning_objective_name.py holds the two equal).
+TUNING_OBJECTIVE = "_tuning_objective_metric"
+IGNORED_NAMES = frozenset({"mp_parameters", "local_rank", "local-rank", TUNING_OBJECTIVE})
 
 _TRUE = {"true", "1", "yes", "y", "on"}
 _FALSE = {"false", "0", "no", "n", "off"}

@@ -39,6 +39,8 @@ from typing import Any
 
 from transformers import TrainerCallback
 
+from .hparams import TUNING_OBJECTIVE
+
 logger = logging.getLogger("ftl_train")
 
 ENV_TRACKING_URI = "MLFLOW_TRACKING_URI"
@@ -63,7 +65,6 @@ REQUIREMENTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "require
 # Fail fast when the server cannot be reached (MLflow's default retries for minutes).
 HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
 _MAX_PARAM = 6000  # MLflow's limit on a param's value
-TUNING_OBJECTIVE = "_tuning_objective_metric"  # what SageMaker's tuner adds to a trial's
 PARENT_TAG = "mlflow.parentRunId"  # MLflow's own tag for a nested run
 
 
