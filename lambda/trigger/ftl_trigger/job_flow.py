@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.backends import Backends
 from ftl_trigger.backends.queue.places import QueueSpot
 from ftl_trigger.chain_flow import ChainFlow
@@ -77,7 +78,7 @@ class JobFlow:
         while Batch reports one). ``advance``: start a capacity chain's pending attempt (a
         stop does not: it stops the job between the two attempts)."""
         job = self.records.get(name)
-        if job is None or not caller.sees(job):
+        if job is None or not caller.sees(from_record(job)):
             # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
         job = self.recovery.look_after(job)  # a stale claim resolved, owed end effects done
@@ -161,4 +162,4 @@ def _needs_look(job: Mapping[str, Any]) -> bool:
     """A listed job a look may change: a claim past the grace, or owed end effects."""
     if job.get("status") == Status.SUBMITTING:
         return bool(job.get("created_at"))
-    return bool(E.owed(job))
+    return bool(E.owed(from_record(job)))

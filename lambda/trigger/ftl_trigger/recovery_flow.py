@@ -22,6 +22,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.backends import Backends
 from ftl_trigger.backends.host import RECORD_PENDING
 from ftl_trigger.records import Clock, Effects, Records, ledger_call
@@ -63,7 +64,7 @@ class RecoveryFlow:
         start it finds; at the bound, end a claim the backend does not have as
         ``FailedToStart``. A look-up that fails raises (the contract's error): nothing is
         decided on a look that did not answer."""
-        age = CL.claim_age_s(job, self.clock.now())
+        age = CL.claim_age_s(from_record(job), self.clock.now())
         if age < CL.SUBMIT_GRACE_S:
             return job
         try:
@@ -122,7 +123,8 @@ def _count(counts: dict[str, int], before: Mapping[str, Any], after: Mapping[str
     if before.get("status") == Status.SUBMITTING and after.get("status") != Status.SUBMITTING:
         key = "failed_to_start" if after.get("status") == Status.FAILED_TO_START else "started"
         counts[key] += 1
-    done = len(E.owed(before) if before.get(E.OWED) else {}) - len(E.owed(after))
+    done = len(E.owed(from_record(before)) if before.get(E.OWED) else {})
+    done -= len(E.owed(from_record(after)))
     counts["effects_done"] += max(done, 0)
-    if CL.needs_care(after):
+    if CL.needs_care(from_record(after)):
         counts["left"] += 1

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ftl_ledger.job_codec import to_record
+from ftl_ledger.job_codec import from_record, to_record
 from ftl_ledger.ledger import LimitRace, NameTaken, TokenTaken
 from ftl_trigger.attempt_request import RenderSettings, attempt_request
 from ftl_trigger.backends import Backends
@@ -311,7 +311,7 @@ class SubmitFlow:
                 break
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
-        if CL.claim_age_s(job, self.clock.now()) >= CL.REPLAY_START_S:
+        if CL.claim_age_s(from_record(job), self.clock.now()) >= CL.REPLAY_START_S:
             # Too late to start it (a stale claim ends at the bound, jobmodel.jobs.claims): look
             # for it by name as describe does.
             return self.views.view(self.recovery.look_after(job))
