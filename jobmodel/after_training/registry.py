@@ -23,8 +23,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from ..contract.names import EVALUATE_EFFECT
 from .archive import archive_kind
@@ -35,6 +35,7 @@ __all__ = [
     "FIELDS",
     "NOT_OFFERED_REGIONS",
     "PENDING",
+    "RegisteredJob",
     "client_token",
     "create_request",
     "group_name",
@@ -81,6 +82,38 @@ NOT_OFFERED_REGIONS = frozenset(
 )  # fmt: skip
 
 
+class RegisteredJob(Protocol):
+    """A job as the registry reads it: ``jobmodel.jobs.job.Job``'s attributes it needs (this
+    room may not import ``jobs``; a ``Job`` is one)."""
+
+    @property
+    def job_name(self) -> str: ...
+    @property
+    def rendered(self) -> str: ...  # the request its training job was created with, JSON
+    @property
+    def training_job_name(self) -> str | None: ...
+    @property
+    def training_job_arn(self) -> str | None: ...
+    @property
+    def job_arn(self) -> str | None: ...
+    @property
+    def template(self) -> str: ...
+    @property
+    def team(self) -> str | None: ...
+    @property
+    def requested_by(self) -> str | None: ...
+    @property
+    def instance_type(self) -> str: ...
+    @property
+    def instance_count(self) -> int: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def attempts(self) -> Sequence[Any] | None: ...
+    @property
+    def final_metrics(self) -> Mapping[str, float] | None: ...
+
+
 def group_name(platform: str, template: str, team: str | None = None) -> str:
     """``<platform>-[<team>-]<template>``, lower-case, within SageMaker's 63 characters and
     pattern ``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``; a longer name is cut and ends with 8 hex
@@ -98,15 +131,13 @@ def client_token(dedup: str) -> str:
     return hashlib.sha256(dedup.encode()).hexdigest()[:32]
 
 
-def _rendered(job: Mapping[str, Any]) -> dict[str, Any]:
-    raw = job.get("rendered")
-    if isinstance(raw, str):
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
-    return dict(raw) if isinstance(raw, Mapping) else {}
+def _rendered(job: RegisteredJob) -> dict[str, Any]:
+    """The request the job's training job was created with (its ``rendered`` JSON)."""
+    try:
+        value = json.loads(job.rendered or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _hyperparameters(rendered: Mapping[str, Any]) -> dict[str, str]:
@@ -145,13 +176,13 @@ def _channels(rendered: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def model_data_url(job: Mapping[str, Any]) -> str:
+def model_data_url(job: RegisteredJob) -> str:
     """Where SageMaker wrote the model: ``<S3OutputPath>/<training job>/output/model.tar.gz``
     of the attempt that completed (a capacity chain's later attempt is ``<job>-a<n>``)."""
     rendered = _rendered(job)
     path = str((rendered.get("OutputDataConfig") or {}).get("S3OutputPath", "")).rstrip("/")
-    training = str(job.get("training_job_name") or rendered.get("TrainingJobName") or "")
-    training = training or str(job["job_name"])
+    training = str(job.training_job_name or rendered.get("TrainingJobName") or "")
+    training = training or str(job.job_name)
     return f"{path}/{training}/output/model.tar.gz"
 
 
@@ -160,7 +191,7 @@ def safe_text(text: Any, limit: int) -> str:
     return _UNSAFE.sub("_", str(text))[:limit] or "_"
 
 
-def lineage(job: Mapping[str, Any]) -> dict[str, str]:
+def lineage(job: RegisteredJob) -> dict[str, str]:
     """Where the model came from, as CustomerMetadataProperties (at most 50 entries, keys
     <= 128 and values <= 256 characters, each of the allowed characters): the job first,
     then its input channels, final metrics (``metric.<name>``) and hyperparameters
@@ -168,20 +199,19 @@ def lineage(job: Mapping[str, Any]) -> dict[str, str]:
     rendered = _rendered(job)
     hps = _hyperparameters(rendered)
     uri, digest = _source(rendered)
-    attempts = job.get("attempts")
     fixed: dict[str, Any] = {
-        "job_name": job["job_name"],
-        "job_arn": job.get("training_job_arn") or job.get("job_arn"),
-        "template": job.get("template"),
-        "team": job.get("team"),
-        "requested_by": job.get("requested_by"),
+        "job_name": job.job_name,
+        "job_arn": job.training_job_arn or job.job_arn,
+        "template": job.template,
+        "team": job.team,
+        "requested_by": job.requested_by,
         "source_hash": digest,
         "source_uri": uri,
         "image": (rendered.get("AlgorithmSpecification") or {}).get("TrainingImage"),
-        "instance_type": job.get("instance_type"),
-        "instance_count": job.get("instance_count"),
-        "cost_usd": job.get("cost_usd"),
-        "attempts": len(attempts) if isinstance(attempts, list) and attempts else 1,
+        "instance_type": job.instance_type,
+        "instance_count": job.instance_count,
+        "cost_usd": job.cost_usd,
+        "attempts": len(job.attempts) if job.attempts else 1,
     }
     # The training job that made the model, where it is not the job's own name: a chain's
     # later attempt, a sweep's best trial (issue 37).
@@ -190,7 +220,7 @@ def lineage(job: Mapping[str, Any]) -> dict[str, str]:
         fixed["training_job"] = trained
     fixed.update(archive_kind(hps).lineage())
     entries = [(k, v) for k, v in fixed.items() if v not in (None, "")]
-    metrics = job.get("final_metrics") or {}
+    metrics = job.final_metrics or {}
     entries += [(f"input.{k}", v) for k, v in sorted(_channels(rendered).items())]
     entries += [(f"metric.{k}", v) for k, v in sorted(metrics.items())]
     entries += [(f"hp.{k}", v) for k, v in sorted(hps.items())]
@@ -205,10 +235,10 @@ def lineage(job: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def description(job: Mapping[str, Any]) -> str:
+def description(job: RegisteredJob) -> str:
     """``<job name>: ...`` (the leading name is how a version is found again)."""
     what = archive_kind(_hyperparameters(_rendered(job))).describe()
-    text = f"{job['job_name']}: {what}, template {job.get('template')}, team {job.get('team')}"
+    text = f"{job.job_name}: {what}, template {job.template}, team {job.team}"
     return text.replace("\n", " ")[:MAX_DESCRIPTION]
 
 
@@ -238,7 +268,7 @@ def is_version_of(summary: Mapping[str, Any], job_name: str) -> bool:
 
 
 def create_request(
-    job: Mapping[str, Any],
+    job: RegisteredJob,
     group: str,
     dedup: str,
     *,
@@ -261,10 +291,10 @@ def create_request(
             "SupportedRealtimeInferenceInstanceTypes": list(REALTIME_TYPES),
         },
         "MetadataProperties": {
-            "GeneratedBy": str(job.get("training_job_arn") or job.get("job_arn") or ""),
+            "GeneratedBy": str(job.training_job_arn or job.job_arn or ""),
             "CommitId": digest,
             "Repository": uri,
-            "ProjectId": str(job["job_name"]),
+            "ProjectId": str(job.job_name),
         },
         "CustomerMetadataProperties": lineage(job),
         "ClientToken": client_token(dedup),

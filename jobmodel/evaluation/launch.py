@@ -102,7 +102,7 @@ def evaluation_request(
     parent = json.loads(job.rendered or "{}")
     request = copy.deepcopy(dict(parent))
     name = evaluation_job_name(job.job_name)
-    # What the registry's and the tracking's readers of a record take.
+    # What the tracking's reader of a record takes.
     seen = {"job_name": job.job_name, "rendered": parent}
     if job.training_job_name:
         seen["training_job_name"] = job.training_job_name
@@ -124,7 +124,7 @@ def evaluation_request(
     channels = arguments.channels(
         policy,
         archive,
-        model_data_url=model_data_url(seen),
+        model_data_url=model_data_url(job),
         training_channels=training_channels,
         team_data_prefix=team_data_prefix,
     )

@@ -23,13 +23,12 @@ ledger's sparse index the sweep reads (``contract.names.CARE_INDEX``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 from ..contract.statuses import Status
 from . import effects as E
 from .job import CARE_VALUE as JOB_CARE_VALUE
+from .job import Job
 
 __all__ = [
     "CARE",
@@ -62,15 +61,15 @@ CARE_VALUE = JOB_CARE_VALUE
 assert REPLAY_START_S + TRIGGER_TIMEOUT_S < CLAIM_BOUND_S  # no start in flight at the bound
 
 
-def claim_age_s(job: Mapping[str, Any], now: datetime) -> float:
+def claim_age_s(job: Job, now: datetime) -> float:
     """Seconds since ``job`` was claimed (its ``created_at``)."""
-    created = datetime.fromisoformat(str(job["created_at"]).replace("Z", "+00:00"))
+    created = datetime.fromisoformat(str(job.created_at).replace("Z", "+00:00"))
     return (now - created).total_seconds()
 
 
-def needs_care(job: Mapping[str, Any]) -> bool:
+def needs_care(job: Job) -> bool:
     """Whether the sweep must look at ``job``: still claimed, or owing end effects."""
-    return job.get("status") == Status.SUBMITTING or bool(E.owed(job))
+    return job.status == Status.SUBMITTING or bool(E.owed(job))
 
 
 def unstarted_reason(name: str, backend: str) -> str:

@@ -34,6 +34,7 @@ from ..contract import names
 from ..contract.statuses import TERMINAL_STATUSES, Status
 from . import notifications as N
 from .job import PUBLIC_FIELDS as JOB_PUBLIC_FIELDS
+from .job import Job
 
 __all__ = [
     "ANNOUNCE",
@@ -87,11 +88,11 @@ class Consequence:
     dedup: str
     performer: str
     kinds: tuple[str | None, ...] = (None,)
-    when: Callable[[Mapping[str, Any], str | None], bool] = lambda _job, _status: True
+    when: Callable[[Job, str | None], bool] = lambda _job, _status: True
 
 
-def _completed_with_policy(job: Mapping[str, Any], status: str | None) -> bool:
-    return status == Status.COMPLETED and bool(job.get(names.EVALUATION_POLICY))
+def _completed_with_policy(job: Job, status: str | None) -> bool:
+    return status == Status.COMPLETED and bool(job.evaluation_policy)
 
 
 # The records whose end is a job's: a training job (no kind) and a sweep (issue 37: one
@@ -146,14 +147,14 @@ def dedup_id(job_name: str, effect: str) -> str:
     return f"{job_name}/{effect}"
 
 
-def owed_at_end(job: Mapping[str, Any], status: str | None = None) -> dict[str, str]:
+def owed_at_end(job: Job, status: str | None = None) -> dict[str, str]:
     """The mark written with the write that ends ``job`` with ``status``: every end effect
     its kind owes, with its id (an evaluation's results: ``<evaluated job>/evaluated``; a
     Completed job that names an evaluation policy: its ``evaluate``)."""
-    name = str(job["job_name"])
-    kind = job.get(names.JOB_KIND)
+    name = str(job.job_name)
+    kind = job.kind
     # An evaluation's results share the evaluated job's ``evaluated`` notice's id.
-    subject = str(job.get(names.EVALUATION_OF) or name) if kind == names.EVALUATION_KIND else name
+    subject = str(job.evaluation_of or name) if kind == names.EVALUATION_KIND else name
     rows = [c for c in CONSEQUENCES if c.family == END and kind in c.kinds and c.when(job, status)]
     return {
         c.key: f"{subject}/{N.EVALUATED}" if c.key == RESULTS else dedup_id(name, c.key)
@@ -172,29 +173,31 @@ def performer_of(key: str) -> str:
     raise KeyError(key)
 
 
-def owed(job: Mapping[str, Any]) -> dict[str, str]:
+def owed(job: Job) -> dict[str, str]:
     """What ``job`` (as read) still owes: its job notices (``notifications``: started, a
     chain's next step) first, then, once it has ended, its end effects in
     :data:`END_EFFECTS` order."""
-    mark = job.get(OWED)
+    mark = job.owed_effects
     if not isinstance(mark, Mapping):
         return {}
     notices = sorted((k for k in mark if N.is_notice(k)), key=N.notice_order)
     out = {k: str(mark[k]) for k in notices if isinstance(mark[k], str)}
-    if job.get("status") in TERMINAL_STATUSES:
+    if job.status in TERMINAL_STATUSES:
         out.update({e: str(mark[e]) for e in END_EFFECTS if isinstance(mark.get(e), str)})
     return out
 
 
-def done_change(job: Mapping[str, Any], effect: str) -> dict[str, Any]:
+def done_change(job: Job, effect: str) -> dict[str, Any]:
     """The attributes that record ``effect`` done on ``job`` as read now (the mark without
     it; ``None`` removes the mark once nothing is owed). Empty when it was already done."""
-    mark = job.get(OWED)
+    mark = job.owed_effects
     if not isinstance(mark, Mapping) or effect not in mark:
         return {}
     rest = {k: v for k, v in mark.items() if k != effect}
     return {OWED: rest or None}
 
 
-def public_view(job: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: job[k] for k in PUBLIC_FIELDS if job.get(k) is not None}
+def public_view(job: Job) -> dict[str, Any]:
+    """The announcement's and the job-events function's answer's attributes of ``job``."""
+    values = {k: getattr(job, k) for k in PUBLIC_FIELDS}
+    return {k: v for k, v in values.items() if v is not None}

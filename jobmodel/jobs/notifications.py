@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..capacity.chain import attempt_name
-from ..contract.names import EVALUATION, EVALUATION_KIND, JOB_KIND
+from ..contract.names import EVALUATION_KIND
 from ..contract.statuses import Status
 from ..money.limits import USAGE
 from .job import ENDED_FIELDS as JOB_ENDED_FIELDS
+from .job import Job
 
 __all__ = [
     "ATTRIBUTES",
@@ -161,22 +162,18 @@ def notice_order(key: str) -> tuple[int, int]:
     return (order, int(match.group(1)) if match.groups() else 0)
 
 
-def owed_notices(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, str]:
+def owed_notices(before: Job, after: Job) -> dict[str, str]:
     """The job notices a write from ``before`` to ``after`` owes: mark key -> dedup id."""
-    name = str(after.get("job_name") or before.get("job_name"))
+    name = str(after.job_name or before.job_name)
     owed: dict[str, str] = {}
     # An evaluation job (issue 36) is heard of once, as its evaluated job's ``evaluated``
     # notice: it owes no started notice, as its end owes no announcement.
-    starts = after.get(JOB_KIND) != EVALUATION_KIND
-    if (
-        starts
-        and after.get("status") == Status.IN_PROGRESS
-        and before.get("status") in _BEFORE_START
-    ):
+    starts = after.kind != EVALUATION_KIND
+    if starts and after.status == Status.IN_PROGRESS and before.status in _BEFORE_START:
         owed[STARTED] = f"{name}/{STARTED}"
     # A chain's current attempt (1 until the record says otherwise).
-    attempt_after = after.get("attempt")
-    if isinstance(attempt_after, int) and attempt_after > int(before.get("attempt") or 1):
+    attempt_after = after.attempt
+    if isinstance(attempt_after, int) and attempt_after > int(before.attempt or 1):
         key = f"{CHAIN_STEP}-{attempt_after}"
         owed[key] = f"{name}/{key}"
     if _verdict(after) and _verdict(after) != _verdict(before):
@@ -184,8 +181,8 @@ def owed_notices(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[st
     return owed
 
 
-def _verdict(job: Mapping[str, Any]) -> Any:
-    evaluation = job.get(EVALUATION)
+def _verdict(job: Job) -> Any:
+    evaluation = job.evaluation
     return evaluation.get("verdict") if isinstance(evaluation, Mapping) else None
 
 
@@ -204,38 +201,39 @@ def _attributes(**values: Any) -> dict[str, str]:
     }
 
 
-def _training_job(job: Mapping[str, Any]) -> str:
+def _training_job(job: Job) -> str:
     """The current attempt's training job (the job's name when it has no capacity chain)."""
-    if not job.get("chain"):
-        return str(job["job_name"])
-    return attempt_name(str(job["job_name"]), int(job.get("attempt") or 1))
+    if not job.chain:
+        return str(job.job_name)
+    return attempt_name(str(job.job_name), int(job.attempt or 1))
 
 
-def job_notice(kind: str, job: Mapping[str, Any], dedup: str, *, region: str) -> Notice:
+def job_notice(kind: str, job: Job, dedup: str, *, region: str) -> Notice:
     """The notification of ``kind`` (started, ended, chain-step) for ``job`` as read."""
     if kind not in (STARTED, ENDED, CHAIN_STEP, EVALUATED):
         raise NotificationError(f"not a job notification: {kind!r}")
-    name = job.get("job_name")
+    name = job.job_name
     if not name:
         raise NotificationError("a job notification needs the job's name")
-    status = str(job.get("status") or "")
-    training_job = str(job.get("training_job_name") or _training_job(job))
+    status = str(job.status or "")
+    training_job = str(job.training_job_name or _training_job(job))
     message: dict[str, Any] = {
         "event": kind,
         "job_name": str(name),
         "dedup_id": dedup,
-        "team": job.get("team"),
-        "template": job.get("template"),
+        "team": job.team,
+        "template": job.template,
         "status": status,
-        "requester": job.get("requested_by"),
+        "requester": job.requested_by,
         "training_job_name": training_job,
         "console_url": console_url(region, training_job),
     }
     if kind == ENDED:
-        message.update({k: job[k] for k in ENDED_FIELDS if job.get(k) is not None})
+        ended = {k: getattr(job, k) for k in ENDED_FIELDS}
+        message.update({k: v for k, v in ended.items() if v is not None})
     if kind == CHAIN_STEP:
-        attempt = int(job.get("attempt") or 1)
-        chain = job.get("chain") or []
+        attempt = int(job.attempt or 1)
+        chain = job.chain or ()
         message["attempt"] = attempt
         message["steps"] = len(chain)
         if 0 < attempt <= len(chain):
@@ -253,15 +251,14 @@ def job_notice(kind: str, job: Mapping[str, Any], dedup: str, *, region: str) ->
     return Notice(kind, dedup, subjects[kind][:100], attributes, message)
 
 
-def _evaluated(job: Mapping[str, Any]) -> dict[str, Any]:
+def _evaluated(job: Job) -> dict[str, Any]:
     """An evaluated notice's fields: the evaluation's, and the version's; ``status`` is the
     verdict (what the version became, or stays), for filter policies."""
-    evaluation = job.get(EVALUATION)
-    evaluation = evaluation if isinstance(evaluation, Mapping) else {}
+    evaluation = job.evaluation if isinstance(job.evaluation, Mapping) else {}
     out = {new: evaluation.get(old) for old, new in EVALUATION_FIELDS.items()}
     out["status"] = evaluation.get("verdict")
-    for key in ("model_package_arn", "model_package_version"):
-        out[key] = job.get(key)
+    out["model_package_arn"] = job.model_package_arn
+    out["model_package_version"] = job.model_package_version
     return out
 
 

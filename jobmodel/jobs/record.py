@@ -22,6 +22,7 @@ from ..money import limits as Q
 from . import claims as CL
 from . import effects as E
 from . import notifications as N
+from .job import Job
 from .training_state import merge
 
 __all__ = [
@@ -176,10 +177,15 @@ def overlay(job: Mapping[str, Any], changes: Mapping[str, Any]) -> JobRecord:
     return {k: v for k, v in out.items() if v is not None}  # type: ignore[return-value]
 
 
-def plan(job: JobRecord, change: Change, *, stamp: str) -> Plan | None:
+def plan(
+    job: JobRecord, change: Change, *, stamp: str, read: Callable[[Mapping[str, Any]], Job]
+) -> Plan | None:
     """The write that applies ``change`` to ``job`` (as read), or ``None`` when there is
     nothing to write: a replay, an older or less authoritative observation, or one that
-    differs from the record only in bookkeeping. ``stamp``: the write's ``updated_at``."""
+    differs from the record only in bookkeeping. ``stamp``: the write's ``updated_at``;
+    ``read``: the ledger's codec (``ftl_ledger.job_codec.from_record``), which types the
+    record before and after the write for what the rules decide from it (the record itself
+    is what the merge and the conditional write work on)."""
     changes = merge(job, change.observation) if change.observation else {}
     # ``also`` rides on an observation that was taken: a new status, or a newer SageMaker
     # view under the same status (a capacity chain's selected type and attempt start).
@@ -193,25 +199,26 @@ def plan(job: JobRecord, change: Change, *, stamp: str) -> Plan | None:
         return None
     settlement = Q.settle(job, overlay(job, changes))
     changes.update(settlement.changes)
+    before = read(job)
     # The write that starts the job, or moves its capacity chain on, owes the notice of it;
     # the write that ends the job owes its end effects: durably, in the same write.
-    owe = N.owed_notices(job, overlay(job, changes))
-    if job.get("status") not in TERMINAL_STATUSES and changes.get("status") in TERMINAL_STATUSES:
-        owe.update(E.owed_at_end(job, changes["status"]))
+    owe = N.owed_notices(before, read(overlay(job, changes)))
+    if before.status not in TERMINAL_STATUSES and changes.get("status") in TERMINAL_STATUSES:
+        owe.update(E.owed_at_end(before, changes["status"]))
     if owe:
-        changes[E.OWED] = {**(changes.get(E.OWED, job.get(E.OWED)) or {}), **owe}
+        changes[E.OWED] = {**(changes.get(E.OWED, before.owed_effects) or {}), **owe}
     # In the sweep's sparse index only while the job is claimed or owes end effects.
-    care = CL.CARE_VALUE if CL.needs_care(overlay(job, changes)) else None
-    if job.get(CL.CARE) != care:
+    care = CL.CARE_VALUE if CL.needs_care(read(overlay(job, changes))) else None
+    if before.care != care:
         changes[CL.CARE] = care
     changes["updated_at"] = stamp
-    free = change.free_token and bool(job.get("client_token")) and "status" in changes
+    free = change.free_token and bool(before.client_token) and "status" in changes
     add_spend = settlement.add_spend
-    if add_spend is None and change.spend and job.get("team"):
+    if add_spend is None and change.spend and before.team:
         add_spend = change.spend
     return Plan(
         changes=changes,
-        expect={"status": job.get("status"), REVISION: job.get(REVISION)},
+        expect={"status": before.status, REVISION: before.revision},
         after=overlay(job, changes),
         release=settlement.release,
         add_spend=add_spend,

@@ -61,7 +61,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     # The write that applied printed its fleet-metrics line (ftl_ledger.writer). The end
     # effects the job still owes, whichever write owed them: a failure raises, so EventBridge
     # retries the event and the retry does what is still owed.
-    after = complete_effects(RUNTIME, outcome.after)
+    after = from_record(complete_effects(RUNTIME, outcome.after))
     if E.EVALUATE in E.owed(after):
         _ask(outcome.job_name, "evaluate")
     return {"updated": outcome.applied, "job_name": outcome.job_name, **public_view(after)}
@@ -74,10 +74,11 @@ def _sweep(observation: Observation) -> dict[str, Any]:
     dropped."""
     name = observation.job_name
     job = RUNTIME.recorder.ledger.get_job(name)
-    if job is None or from_record(job).kind != SWEEP_KIND:
+    sweep = None if job is None else from_record(job)
+    if sweep is None or sweep.kind != SWEEP_KIND:
         LOG.warning("tuning event names %s, which is no sweep of this platform; ignored", name)
         return {"updated": False, "job_name": name}
-    foreign = foreign_reason(job, observation.owner)
+    foreign = foreign_reason(sweep, observation.owner)
     if foreign is not None:
         LOG.warning("tuning event about sweep %s ignored: %s", name, foreign)
         return {"updated": False, "job_name": name}

@@ -211,6 +211,7 @@ def test_the_sweep_and_the_ends_the_trigger_announces_are_allowed(name, trigger_
     from datetime import timedelta
 
     from ftl_ledger.items import to_item
+    from ftl_ledger.job_codec import from_record
     from jobmodel.jobs import claims as CL
     from jobmodel.jobs import effects as E
     from tests.authz.harness import trigger
@@ -242,7 +243,7 @@ def test_the_sweep_and_the_ends_the_trigger_announces_are_allowed(name, trigger_
             item.pop("client_token", None)
             item.pop("batch_job_id", None)
             if suffix == "ended":
-                item[E.OWED] = E.owed_at_end(item)
+                item[E.OWED] = E.owed_at_end(from_record(item))
             ddb.put_item(TableName=table, Item=to_item(item))
         later = module.RUNTIME.now() + timedelta(seconds=CL.CLAIM_BOUND_S + 1)
         mp.setattr(module.RUNTIME, "now", lambda: later)

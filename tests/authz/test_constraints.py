@@ -20,6 +20,7 @@ from ftl_trigger.aws_operations import OPERATIONS
 from ftl_trigger.backends.queue import service_jobs as batch
 from jobmodel.capacity import chain as C
 from jobmodel.jobs import notifications as N
+from jobmodel.jobs.job import Job
 from jobmodel.render import JobIdentity, render_attempt
 from jobmodel.teams import Team
 from tests.authz.conftest import deployment
@@ -306,7 +307,7 @@ def _good() -> dict[str, dict[str, Any]]:
     payload = {"template": spec.name, "instance_type": spec.instance_types[0]}
     (sm,) = [p for _, _, p in rendered(dict(payload), spec, "direct", None)[:1]]
     (queued,) = [p for _, _, p in rendered(dict(payload), spec, "queue", TEAM)[:1]]
-    job = {"job_name": "j-1", "team": "nlp", "template": spec.name, "status": "Completed"}
+    job = Job(job_name="j-1", team="nlp", template=spec.name, status="Completed")
     notice = N.job_notice(N.ENDED, job, "j-1/announce", region="us-east-1")
     entry = N.event_entry(notice, source=N.event_source("ftl"), bus="default")
     publish = {"TopicArn": "arn:aws:sns:us-east-1:123456789012:t", **N.sns_publish(notice)}

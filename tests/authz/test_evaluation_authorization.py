@@ -38,6 +38,7 @@ def _archive(metrics: dict[str, float]) -> bytes:
 def _plant(module: Any, sandbox: Any, member: str) -> tuple[str, str]:
     """A Completed job with its version, and its evaluation job ended with a regression."""
     from ftl_ledger.items import to_item
+    from ftl_ledger.job_codec import from_record
     from jobmodel.jobs import claims as CL
     from jobmodel.jobs import effects as E
 
@@ -48,7 +49,7 @@ def _plant(module: Any, sandbox: Any, member: str) -> tuple[str, str]:
     table = module.RUNTIME.table_name
     record = module.LAUNCHER.ledger.get_job(job["job_name"])
     done = {**record, "status": "Completed", "training_job_arn": "arn:x"}
-    done[E.OWED] = E.owed_at_end(done)
+    done[E.OWED] = E.owed_at_end(from_record(done))
     ddb.put_item(TableName=table, Item=to_item(done))
     described = module.handler(
         {"action": "describe", "job_name": job["job_name"]}, FakeContext(alias=member or None)
@@ -66,7 +67,7 @@ def _plant(module: Any, sandbox: Any, member: str) -> tuple[str, str]:
         CL.CARE: CL.CARE_VALUE,
     }
     evaluation.pop("client_token", None)
-    evaluation[E.OWED] = E.owed_at_end(evaluation)
+    evaluation[E.OWED] = E.owed_at_end(from_record(evaluation))
     ddb.put_item(TableName=table, Item=to_item(evaluation))
     bucket = module.RUNTIME.platform.artifact_bucket
     s3 = client("s3", sandbox.endpoint)

@@ -27,6 +27,7 @@ def _requests(d: Any, calls: list[Any]) -> list[Request]:
 @pytest.mark.parametrize("name", ["default", "teams"])
 def test_the_triggers_registry_calls_are_allowed(name, authz_sandbox):
     from ftl_ledger.items import to_item
+    from ftl_ledger.job_codec import from_record
     from jobmodel.jobs import effects as E
     from testsupport.authz.record import recording
 
@@ -45,7 +46,7 @@ def test_the_triggers_registry_calls_are_allowed(name, authz_sandbox):
         assert "error" not in job, job
         record = module.LAUNCHER.ledger.get_job(job["job_name"])
         done = {**record, "status": "Completed", "training_job_arn": "arn:x"}
-        done[E.OWED] = E.owed_at_end(done)
+        done[E.OWED] = E.owed_at_end(from_record(done))
         client("dynamodb", authz_sandbox.endpoint).put_item(
             TableName=module.RUNTIME.table_name, Item=to_item(done)
         )

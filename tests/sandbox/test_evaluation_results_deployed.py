@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from ftl_ledger.items import from_item, to_item
+from ftl_ledger.job_codec import from_record
 from jobmodel.after_training.registry import group_name
 from jobmodel.jobs import claims as CL
 from jobmodel.jobs import effects as E
@@ -130,7 +131,7 @@ def _plant(reg: Teams, parent: str, metrics: dict[str, float], status: str) -> s
         CL.CARE: CL.CARE_VALUE,
     }
     if status == "Completed":
-        evaluation[E.OWED] = E.owed_at_end(evaluation)
+        evaluation[E.OWED] = E.owed_at_end(from_record(evaluation))
     reg.ddb.put_item(TableName=reg.table, Item=to_item(evaluation))
     rendered = json.loads(record["rendered"])
     bucket, _, path = rendered["OutputDataConfig"]["S3OutputPath"][5:].partition("/")

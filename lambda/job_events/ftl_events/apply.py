@@ -57,11 +57,11 @@ class Outcome:
 
     @property
     def old_status(self) -> str | None:
-        return self.before.get("status")
+        return from_record(self.before).status
 
     @property
     def new_status(self) -> str | None:
-        return self.after.get("status")
+        return from_record(self.after).status
 
     @property
     def ended(self) -> bool:
@@ -119,12 +119,13 @@ class Recorder:
         return Outcome.of(name, done)
 
     @staticmethod
-    def _ignored(job: JobRecord | dict[str, Any], observation: Observation) -> str | None:
+    def _ignored(record: JobRecord | dict[str, Any], observation: Observation) -> str | None:
+        job = from_record(record)
         foreign = foreign_reason(job, observation.owner)
         if foreign is not None:
             # Another team's training job that names this job: it must not change it.
             return foreign
-        mine, theirs = job.get("batch_job_id"), observation.update.get("batch_job_id")
+        mine, theirs = job.batch_job_id, observation.update.get("batch_job_id")
         if theirs and mine and mine != theirs:
             return f"the event is about Batch job {theirs}; the ledger's is {mine}"
         return None

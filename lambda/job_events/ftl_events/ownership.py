@@ -16,6 +16,7 @@ from typing import Any
 
 from jobmodel.capacity.scheduler import SHARE_POLICIES, share_of
 from jobmodel.contract.names import TEAM_TAG_KEY
+from jobmodel.jobs.job import Job
 
 __all__ = ["foreign_reason", "owner_of"]
 
@@ -40,9 +41,9 @@ def owner_of(detail: Mapping[str, Any]) -> dict[str, str]:
     return owner
 
 
-def foreign_reason(job: Mapping[str, Any], owner: Mapping[str, str]) -> str | None:
+def foreign_reason(job: Job, owner: Mapping[str, str]) -> str | None:
     """Why the event's job is not the ledger job's (None: nothing contradicts it)."""
-    team = job.get("team")
+    team = job.team
     if "team" in owner and owner["team"] != team:
         return f"its {TEAM_TAG_KEY} tag is {owner['team']!r}, the job's team {team!r}"
     # Its share under either policy (jobmodel.capacity.scheduler.share_of: the one mapping).
@@ -54,9 +55,9 @@ def foreign_reason(job: Mapping[str, Any], owner: Mapping[str, str]) -> str | No
     return None
 
 
-def _rendered_role(job: Mapping[str, Any]) -> str | None:
+def _rendered_role(job: Job) -> str | None:
     try:
-        role = json.loads(str(job.get("rendered") or "{}")).get("RoleArn")
+        role = json.loads(str(job.rendered or "{}")).get("RoleArn")
     except (ValueError, AttributeError):
         return None
     return role if isinstance(role, str) else None

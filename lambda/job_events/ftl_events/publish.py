@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ftl_ledger.job_codec import from_record
 from jobmodel.jobs import effects as E
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -25,6 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 def complete_effects(runtime: Runtime, job: Mapping[str, Any]) -> dict[str, Any]:
     """Do what ``job`` (as the event's write left it) still owes; the record after. The
     ``evaluate`` effect is the trigger's (it starts jobs): left owed, the handler asks it."""
-    if not E.owed(job):
+    if not E.owed(from_record(job)):
         return dict(job)
     return runtime.consequences(runtime.recorder.writer, evaluate=None).complete(job)

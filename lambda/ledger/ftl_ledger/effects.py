@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ftl_ledger.job_codec import from_record
 from ftl_ledger.writer import JobWriter
 from jobmodel.jobs import effects as E
 from jobmodel.jobs.record import REVISION, Change, JobRecord
@@ -51,7 +52,7 @@ class EndEffects:
         failure (a performer's, or the ledger's when recording one done) is raised, with that
         effect and the ones after it still owed."""
         current: dict[str, Any] = dict(job)
-        for effect, dedup in E.owed(current).items():
+        for effect, dedup in E.owed(from_record(current)).items():
             # Its row's performer (every job notice's is NOTICE).
             performer = self.performers[E.performer_of(effect)]
             if performer is None:  # another holder's: left owed, the later ones still done
@@ -59,7 +60,8 @@ class EndEffects:
             learned = dict(performer(current, dedup) or {})
 
             def done(record: JobRecord, effect: str = effect, learned: Any = learned) -> Change:
-                return Change(also={**_onto(record, learned), **E.done_change(record, effect)})
+                mark = E.done_change(from_record(record), effect)
+                return Change(also={**_onto(record, learned), **mark})
 
             applied = self.writer.apply(current, done)  # type: ignore[arg-type]
             current = dict(applied.after)

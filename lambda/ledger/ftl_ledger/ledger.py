@@ -42,6 +42,7 @@ from ftl_ledger.calls import (
     dynamodb_call,
 )
 from ftl_ledger.items import from_item, to_item, update_request
+from ftl_ledger.job_codec import from_record
 from jobmodel.contract.names import CARE_INDEX, JOB_INDEX, TEAM_INDEX
 from jobmodel.jobs.claims import CARE, CARE_VALUE
 from jobmodel.jobs.record import REVISION
@@ -109,7 +110,7 @@ class Ledger:
                     out = self.client.batch_get_item(RequestItems=request)
                 for item in out.get("Responses", {}).get(self.table, []):
                     job = from_item(item)
-                    found[str(job["job_name"])] = job
+                    found[str(from_record(job).job_name)] = job
                 keys = out.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys") or []
                 if not keys:
                     break
@@ -172,8 +173,9 @@ class Ledger:
         """Write the job (and its token) only if neither exists yet, and add the job to its
         team's usage (``usage``: a ``jobmodel.money.limits.claim_update``) only if the limits
         hold."""
-        values = {"pk": JOB + job["job_name"], "gsi_pk": "job"}
-        values["gsi_sk"] = f"{job['created_at']}#{job['job_name']}"
+        typed = from_record(job)
+        name = str(typed.job_name)
+        values = {"pk": JOB + name, "gsi_pk": "job", "gsi_sk": f"{typed.created_at}#{name}"}
         job_put = {
             "TableName": self.table,
             "Item": to_item({**values, **job}),
@@ -184,12 +186,12 @@ class Ledger:
                 with dynamodb_call("PutItem"):
                     self.client.put_item(**job_put)
             except Refused:
-                raise NameTaken(job["job_name"]) from None
+                raise NameTaken(name) from None
             return
         items: list[dict[str, Any]] = []
         kinds: list[type[Exception]] = []
         if token is not None:
-            pk = token_pk(token["client_token"], job.get("team"))
+            pk = token_pk(token["client_token"], typed.team)
             item = to_item({"pk": pk, **token})
             condition = "attribute_not_exists(pk)"
             items.append(
@@ -206,7 +208,7 @@ class Ledger:
         except Refused as refused:
             for index, kind in enumerate(kinds):
                 if refused.failed(index):
-                    raise kind(job["job_name"]) from None
+                    raise kind(name) from None
             raise refused.as_error() from None
 
     # ------------------------------------------------------------- job writes

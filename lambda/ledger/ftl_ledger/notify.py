@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ftl_ledger.effects import NOTICE, Performer
+from ftl_ledger.job_codec import from_record
 from ftl_ledger.ledger import Ledger
 from jobmodel.jobs import effects as E
 from jobmodel.jobs import notifications as N
@@ -111,14 +112,16 @@ class Notifier:
         """The performers of what a job record owes (``EndEffects``)."""
         return {E.ANNOUNCE: self.announce_end, NOTICE: self.notify_job}
 
-    def announce_end(self, job: Mapping[str, Any], dedup: str) -> None:
+    def announce_end(self, record: Mapping[str, Any], dedup: str) -> None:
+        job = from_record(record)
         notice = N.job_notice(N.ENDED, job, dedup, region=self.settings.region)
-        self.send(notice, self.topics_for(job.get("team"), ended=True))
+        self.send(notice, self.topics_for(job.team, ended=True))
 
-    def notify_job(self, job: Mapping[str, Any], dedup: str) -> None:
+    def notify_job(self, record: Mapping[str, Any], dedup: str) -> None:
+        job = from_record(record)
         kind = N.notice_kind(dedup.rsplit("/", 1)[-1])
         notice = N.job_notice(kind, job, dedup, region=self.settings.region)
-        self.send(notice, self.topics_for(job.get("team")))
+        self.send(notice, self.topics_for(job.team))
 
 
 class BudgetWatch:

@@ -19,6 +19,7 @@ from typing import Any
 from ftl_ledger.job_codec import from_record
 from jobmodel.after_training import registry as model_registry
 from jobmodel.contract.statuses import Status
+from jobmodel.jobs.job import Job
 
 __all__ = ["find_version", "registrar"]
 
@@ -30,17 +31,18 @@ def registrar(sagemaker: Callable[[], Any] | None, platform: str) -> Callable[..
     """The performer: ``sagemaker`` gives the SageMaker client when called (None: this
     deployment has no registry, and the effect is done trivially)."""
 
-    def register(job: Mapping[str, Any], dedup: str) -> dict[str, Any] | None:
-        if sagemaker is None or job.get("status") != Status.COMPLETED:
+    def register(record: Mapping[str, Any], dedup: str) -> dict[str, Any] | None:
+        job = from_record(record)
+        if sagemaker is None or job.status != Status.COMPLETED:
             return None
-        if job.get("model_package_arn"):
+        if job.model_package_arn:
             return None  # recorded by an earlier holder of the record
         client = sagemaker()
-        group = model_registry.group_name(platform, str(job["template"]), job.get("team"))
+        group = model_registry.group_name(platform, str(job.template), job.team)
         found = find_version(client, group, job)
         if found is None:
-            typed = from_record(job)  # issue 36: a job that owes an evaluation names its metrics
-            metrics = model_registry.model_metrics(typed.output_s3_uri, typed.owed_effects)
+            # issue 36: a job that owes an evaluation names its metrics
+            metrics = model_registry.model_metrics(job.output_s3_uri, job.owed_effects)
             request = model_registry.create_request(job, group, dedup, metrics=metrics)
             created = client.create_model_package(**request)
             found = client.describe_model_package(ModelPackageName=created["ModelPackageArn"])
@@ -49,7 +51,7 @@ def registrar(sagemaker: Callable[[], Any] | None, platform: str) -> Callable[..
     return register
 
 
-def find_version(client: Any, group: str, job: Mapping[str, Any]) -> dict[str, Any] | None:
+def find_version(client: Any, group: str, job: Job) -> dict[str, Any] | None:
     """The version of ``job`` in ``group`` (its ListModelPackages summary), or None."""
     since = _created(job)
     token: str | None = None
@@ -62,7 +64,7 @@ def find_version(client: Any, group: str, job: Mapping[str, Any]) -> dict[str, A
             **({"NextToken": token} if token else {}),
         )
         for summary in page.get("ModelPackageSummaryList", []):
-            if model_registry.is_version_of(summary, str(job["job_name"])):
+            if model_registry.is_version_of(summary, str(job.job_name)):
                 return dict(summary)
             created = summary.get("CreationTime")
             if since is not None and isinstance(created, datetime) and created < since:
@@ -73,8 +75,8 @@ def find_version(client: Any, group: str, job: Mapping[str, Any]) -> dict[str, A
     return None
 
 
-def _created(job: Mapping[str, Any]) -> datetime | None:
-    raw = job.get("created_at")
+def _created(job: Job) -> datetime | None:
+    raw = job.created_at
     if not isinstance(raw, str):
         return None
     try:

@@ -5,12 +5,12 @@ The rules and request shapes are ``jobmodel.money.limits``; this module only run
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol
 
 from ftl_ledger.ledger import Ledger
-from jobmodel.contract import names
+from jobmodel.jobs.job import Job
 from jobmodel.money import limits as Q
 from jobmodel.teams import TeamLimits
 
@@ -71,16 +71,17 @@ class TeamUsage:
             )
         self.ledger.claim(record, token, usage)
 
-    def release_update(self, job: Mapping[str, Any], cost: float | None) -> dict[str, Any]:
+    def release_update(self, job: Job, cost: float | None) -> dict[str, Any]:
         """The usage half of a job's end, for this month (starting the month if needed; a job
         with a team always has its usage item, written by its claim)."""
+        team = str(job.team)
         return Q.release_update(
             self.ledger.table,
-            job["team"],
-            self.roll(job["team"]),
+            team,
+            self.roll(team),
             # A sweep holds its parallel trials' instances (``instances_held``).
-            count=int(job.get(names.INSTANCES_HELD) or job["instance_count"]),
-            estimate=job.get("estimated_max_cost_usd"),
+            count=int(job.instances_held or job.instance_count),
+            estimate=job.estimated_max_cost_usd,
             cost=cost,
         )
 

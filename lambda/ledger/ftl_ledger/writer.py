@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from ftl_ledger.calls import MonthTurned
+from ftl_ledger.job_codec import from_record
 from ftl_ledger.ledger import Ledger, token_pk
 from ftl_ledger.usage import TeamUsage
 from jobmodel import TERMINAL_STATUSES
@@ -66,8 +67,8 @@ class Applied:
         """This write made the job's status terminal."""
         return (
             self.applied
-            and self.after.get("status") in TERMINAL_STATUSES
-            and self.before.get("status") not in TERMINAL_STATUSES
+            and from_record(self.after).status in TERMINAL_STATUSES
+            and from_record(self.before).status not in TERMINAL_STATUSES
         )
 
 
@@ -99,20 +100,21 @@ class JobWriter:
         """Apply ``change`` (or ``change(job)`` for the job as read) to ``job``; see the
         module docstring. ``NotFound`` when the job left the ledger, ``Contended`` when it
         changed on every attempt."""
-        name = str(job["job_name"])
+        name = str(from_record(job).job_name)
         for attempt in range(self.attempts):
+            typed = from_record(job)  # what the write decides from the record as read
             wanted = change(job) if callable(change) else change
-            write = plan(job, wanted, stamp=timestamp(self.now()))
+            write = plan(job, wanted, stamp=timestamp(self.now()), read=from_record)
             if write is None:
                 return Applied(before=job, after=job)
             usage: dict[str, Any] | None = None
             if write.release:
-                usage = self.usage.release_update(job, write.cost)
+                usage = self.usage.release_update(typed, write.cost)
             elif write.add_spend:
-                usage = self.usage.spend_update(str(job["team"]), write.add_spend)
+                usage = self.usage.spend_update(str(typed.team), write.add_spend)
             token = None
             if write.free_token:
-                token = token_pk(str(job["client_token"]), job.get("team"))
+                token = token_pk(str(typed.client_token), typed.team)
             try:
                 written = self.ledger.write_job(
                     name, write.changes, expect=write.expect, usage=usage, free_token=token
@@ -124,13 +126,13 @@ class JobWriter:
                     before=job,
                     # As the ledger now has it: the write added one to the revision, so a
                     # next write of this record (its owed notice) expects the right one.
-                    after={**write.after, REVISION: int(str(job.get(REVISION) or 0)) + 1},
+                    after={**write.after, REVISION: int(str(typed.revision or 0)) + 1},
                     applied=True,
                     released=write.release,
                     late_cost=write.late_cost,
                 )
                 if usage is not None:
-                    done.month_spend_usd = self.usage.month_spend(str(job["team"]))
+                    done.month_spend_usd = self.usage.month_spend(str(typed.team))
                 self._publish(done)
                 return done
             fresh = self.ledger.get_job(name)
@@ -152,7 +154,7 @@ class JobWriter:
         )
         if done.line is not None:
             self.emit(done.line)
-        team = done.after.get("team")
+        team = from_record(done.after).team
         if done.month_spend_usd is not None and team and self.on_spend is not None:
             try:
                 self.on_spend(str(team))

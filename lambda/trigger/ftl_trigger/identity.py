@@ -12,12 +12,11 @@ The door comes from ``context.invoked_function_arn``, never from the event:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from jobmodel import Forbidden
 from jobmodel.contract.names import ADMIN_ALIAS, HTTP_ALIAS, TEAM_ALIAS_PREFIX
+from jobmodel.jobs.job import Job
 from jobmodel.teams import Team, TeamsConfig
 
 __all__ = ["ADMIN_ALIAS", "DIRECT_INVOKE", "HTTP_ALIAS", "TEAM_ALIAS_PREFIX", "Caller"]
@@ -47,8 +46,8 @@ class Caller:
             return "admin"
         return f"team:{self.team_name}"
 
-    def sees(self, job: Mapping[str, Any]) -> bool:
-        return not self.teams_mode or self.admin or job.get("team") == self.team_name
+    def sees(self, job: Job) -> bool:
+        return not self.teams_mode or self.admin or job.team == self.team_name
 
     def submitting_team(self) -> Team | None:
         """The team a new job belongs to; refuses a teams-mode caller without one."""

@@ -78,7 +78,7 @@ class JobFlow:
         while Batch reports one). ``advance``: start a capacity chain's pending attempt (a
         stop does not: it stops the job between the two attempts)."""
         job = self.records.get(name)
-        if job is None or not caller.sees(job):
+        if job is None or not caller.sees(from_record(job)):
             # Another team's job reads exactly like a job that does not exist.
             raise NotFound(f"no job named {name} was started by this platform", field="job_name")
         job = self.recovery.look_after(job)  # a stale claim resolved, owed end effects done
@@ -166,4 +166,4 @@ def _needs_look(job: Mapping[str, Any]) -> bool:
     typed = from_record(job)
     if typed.status == Status.SUBMITTING:
         return bool(typed.created_at)
-    return bool(E.owed(job))
+    return bool(E.owed(typed))

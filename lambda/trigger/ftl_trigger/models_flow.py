@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.records import Records, ledger_call
 from ftl_trigger.remote import map_aws_error
 from jobmodel import PlatformConfig, TemplateSpec
@@ -157,15 +158,16 @@ def review(
             "description",
             f"description must be text of at most {MAX_APPROVAL_DESCRIPTION} characters",
         )
-    job = ledger_call(flow.ledger.get_job, name)
-    if job is None or not caller.sees(job):
+    record = ledger_call(flow.ledger.get_job, name)
+    if record is None or not caller.sees(from_record(record)):
         raise NotFound(f"no job named {name} was started by this platform", field="job_name")
-    job = flow.recovery.look_after(job)  # a registration still owed is made first
-    arn = job.get("model_package_arn")
+    record = flow.recovery.look_after(record)  # a registration still owed is made first
+    job = from_record(record)
+    arn = job.model_package_arn
     if not arn:
         raise Conflict(
             f"job {name} has no model version (only a Completed job registers one; status "
-            f"{job.get('status')})",
+            f"{job.status})",
             field="job_name",
         )
     update: dict[str, Any] = {"ModelPackageArn": arn, "ModelApprovalStatus": decision}
@@ -180,8 +182,8 @@ def review(
     def change(current: Any) -> Change:
         return Change(also=reviewed)
 
-    job = flow.records.write(job, change)
-    out = {"job_name": name, **{k: job.get(k) for k in registry.FIELDS}, **reviewed}
+    job = from_record(flow.records.write(record, change))
+    out = {"job_name": name, **{k: getattr(job, k) for k in registry.FIELDS}, **reviewed}
     if note:
         out["approval_description"] = note
     return out

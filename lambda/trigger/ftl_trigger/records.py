@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ftl_ledger.effects import EndEffects, Performer
+from ftl_ledger.job_codec import from_record
 from ftl_ledger.ledger import Ledger
 from ftl_ledger.writer import Contended, JobWriter
 from ftl_trigger.remote import map_aws_error
@@ -86,13 +87,14 @@ class Effects:
         """Do what ``job`` still owes (a failure is logged: the mark stays for the job's
         next event, look or the sweep); the record as it then is."""
         settings = self.settings
-        if not E.owed(job) or settings.sns is None:
+        typed = from_record(job)
+        if not E.owed(typed) or settings.sns is None:
             return job
         effects = settings.consequences(self.writer, evaluate=self.evaluate)
         try:
             return effects.complete(job)
         except Exception as err:  # noqa: BLE001 - owed effects stay marked on the record
-            LOG.warning("job %s: end effects left owed: %s", job.get("job_name"), err)
+            LOG.warning("job %s: end effects left owed: %s", typed.job_name, err)
             return job
 
 
@@ -119,8 +121,9 @@ class Records:
         try:
             done = ledger_call(self.writer.apply, job, change)
         except Contended:
-            LOG.warning("job %s kept changing; left as another writer left it", job["job_name"])
-            fresh = self.get(job["job_name"])
+            name = str(from_record(job).job_name)
+            LOG.warning("job %s kept changing; left as another writer left it", name)
+            fresh = self.get(name)
             return (fresh if fresh is not None else job), False
         # A write that ended the job owes its end effects: done now (or left owed, logged).
         return self.effects.complete(dict(done.after)), done.applied

@@ -64,7 +64,7 @@ class RecoveryFlow:
         start it finds; at the bound, end a claim the backend does not have as
         ``FailedToStart``. A look-up that fails raises (the contract's error): nothing is
         decided on a look that did not answer."""
-        age = CL.claim_age_s(job, self.clock.now())
+        age = CL.claim_age_s(from_record(job), self.clock.now())
         if age < CL.SUBMIT_GRACE_S:
             return job
         try:
@@ -126,7 +126,7 @@ def _count(counts: dict[str, int], before: Mapping[str, Any], after: Mapping[str
     if was.status == Status.SUBMITTING and now.status != Status.SUBMITTING:
         key = "failed_to_start" if now.status == Status.FAILED_TO_START else "started"
         counts[key] += 1
-    done = len(E.owed(before) if was.owed_effects else {}) - len(E.owed(after))
+    done = len(E.owed(was) if was.owed_effects else {}) - len(E.owed(now))
     counts["effects_done"] += max(done, 0)
-    if CL.needs_care(after):
+    if CL.needs_care(now):
         counts["left"] += 1

@@ -250,16 +250,17 @@ class SubmitFlow:
                 raise UpstreamError(
                     f"ledger has token {token['client_token']} but not job {token['job_name']}"
                 )
-            if job["status"] != SUBMITTING:
+            if from_record(job).status != SUBMITTING:
                 return self.views.view(self.recovery.look_after(job))  # owed end effects done
             if time.monotonic() >= deadline:
                 break
             time.sleep(delay)
             delay = min(delay * 2, 0.5)
-        if CL.claim_age_s(job, self.clock.now()) >= CL.REPLAY_START_S:
+        claimed = from_record(job)
+        if CL.claim_age_s(claimed, self.clock.now()) >= CL.REPLAY_START_S:
             # Too late to start it (a stale claim ends at the bound, jobmodel.jobs.claims): look
             # for it by name as describe does.
             return self.views.view(self.recovery.look_after(job))
         # The first request stopped between its ledger write and SageMaker's (or Batch's)
         # answer, or is slow: finish its work with the very same rendered request and job name.
-        return self._start(job, json.loads(job["rendered"]))
+        return self._start(job, json.loads(str(claimed.rendered)))

@@ -17,6 +17,7 @@ import random
 import pytest
 
 from ftl_events.parse import parse
+from ftl_ledger.job_codec import from_record
 from jobmodel.jobs.notifications import is_notice
 from jobmodel.jobs.record import Change, plan
 from jobmodel.money import limits as Q
@@ -107,7 +108,7 @@ def _settle_in_memory(order: tuple[int, ...]) -> tuple[dict, dict[str, float], i
     ends = 0
     sequence = [parse(event) for event in life("job")]
     for i in [*order, *range(6)]:  # then a replay of everything
-        write = plan(job, Change(sequence[i].update), stamp="now")
+        write = plan(job, Change(sequence[i].update), stamp="now", read=from_record)
         if write is None:
             continue
         after = write.after

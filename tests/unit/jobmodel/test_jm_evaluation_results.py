@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ftl_ledger.job_codec import from_record
 from jobmodel.after_training import registry as REG
 from jobmodel.evaluation import results as R
 from jobmodel.evaluation import version as V
@@ -165,18 +166,19 @@ def test_a_job_that_owes_an_evaluation_is_registered_with_model_metrics():
     job = {"job_name": "j", "template": "t", "output_s3_uri": "s3://art/nlp/j/",
            "owed_effects": {"register": "j/register", "evaluate": "j/evaluate"}}  # fmt: skip
     metrics = REG.model_metrics(job["output_s3_uri"], job["owed_effects"])
-    request = REG.create_request(job, "g", "j/register", metrics=metrics)
+    request = REG.create_request(from_record(job), "g", "j/register", metrics=metrics)
     uri = "s3://art/nlp/j/evaluation/model-metrics.json"
     assert request["ModelMetrics"] == {
         "ModelQuality": {"Statistics": {"ContentType": "application/json", "S3Uri": uri}}
     }
     assert REG.model_metrics(job["output_s3_uri"], {"register": "j/register"}) is None
-    assert "ModelMetrics" not in REG.create_request(job, "g", "d")
+    assert "ModelMetrics" not in REG.create_request(from_record(job), "g", "d")
 
 
 def test_an_evaluation_jobs_end_owes_only_its_results_under_the_evaluated_jobs_id():
-    assert E.owed_at_end(EVAL_JOB) == {E.RESULTS: "j/evaluated"}
-    assert E.owed_at_end({"job_name": "j"}) == {"announce": "j/announce", "register": "j/register"}
+    assert E.owed_at_end(from_record(EVAL_JOB)) == {E.RESULTS: "j/evaluated"}
+    owed = E.owed_at_end(Job(job_name="j"))
+    assert owed == {"announce": "j/announce", "register": "j/register"}
     assert R.results_dedup("j") == "j/evaluated"
 
 
@@ -186,9 +188,9 @@ def test_the_write_that_gives_a_verdict_owes_the_evaluated_notice_once():
     judged = Verdict(status="Rejected", reason="gate failed", failed=("m",))
     view = R.parent_view(before["evaluation"], found, judged)
     after = {**before, "evaluation": view, "model_package_arn": "arn:p/3"}
-    assert N.owed_notices(before, after) == {"evaluated": "j/evaluated"}
-    assert N.owed_notices(after, after) == {}
-    notice = N.job_notice(N.EVALUATED, after, "j/evaluated", region="us-east-1")
+    assert N.owed_notices(from_record(before), from_record(after)) == {"evaluated": "j/evaluated"}
+    assert N.owed_notices(from_record(after), from_record(after)) == {}
+    notice = N.job_notice(N.EVALUATED, from_record(after), "j/evaluated", region="us-east-1")
     assert notice.subject == "Evaluation of j: Rejected"
     assert notice.message["verdict"] == "Rejected" and notice.message["status"] == "Rejected"
     assert notice.message["metrics"] == {"m": 2.0} and notice.message["failed_checks"] == ["m"]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ftl_ledger.job_codec import from_record
 from jobmodel import JOB_STATUSES, TERMINAL_STATUSES
 from jobmodel.contract.statuses import TERMINAL_RANK, Status
 from jobmodel.jobs.record import REVISION, Change, plan
@@ -42,8 +43,8 @@ def _job(**values) -> dict:
 def test_a_launcher_stopping_never_replaces_an_end():
     """The stop that raced the job's end: nothing to write, so nothing published twice."""
     ended = _job(status="Stopped")
-    assert plan(ended, Change.launcher(Status.STOPPING, 99), stamp="t") is None
-    write = plan(_job(), Change.launcher(Status.STOPPING, 99), stamp="t")
+    assert plan(ended, Change.launcher(Status.STOPPING, 99), stamp="t", read=from_record) is None
+    write = plan(_job(), Change.launcher(Status.STOPPING, 99), stamp="t", read=from_record)
     assert write is not None and write.changes["status"] == "Stopping"
     assert write.expect == {"status": "InProgress", REVISION: 4} and not write.release
 
@@ -53,19 +54,23 @@ def test_a_failed_start_settles_once_and_frees_the_token():
     failed = Change.launcher(
         Status.FAILED_TO_START, 5, reason="no", also={"error_type": "X"}, free_token=True
     )
-    write = plan(claimed, failed, stamp="t")
+    write = plan(claimed, failed, stamp="t", read=from_record)
     assert write is not None and write.release and write.free_token
     assert write.changes["failure_reason"] == "no" and write.changes["error_type"] == "X"
     assert write.changes["usage_released"] is True and write.changes["updated_at"] == "t"
-    assert plan(write.after, failed, stamp="t") is None  # a repeat changes nothing
+    assert (
+        plan(write.after, failed, stamp="t", read=from_record) is None
+    )  # a repeat changes nothing
 
 
 def test_an_end_with_billable_time_is_costed_and_given_back_once():
     seen = {"status": "Completed", "status_source": "sagemaker", "status_observed_ms": 20}
-    write = plan(_job(), Change({**seen, "billable_seconds": 3600}), stamp="t")
+    write = plan(_job(), Change({**seen, "billable_seconds": 3600}), stamp="t", read=from_record)
     assert write is not None and write.release and write.cost == pytest.approx(6.0)
     assert write.after["cost_usd"] == pytest.approx(6.0)
-    again = plan(write.after, Change({**seen, "status_observed_ms": 30}), stamp="t")
+    again = plan(
+        write.after, Change({**seen, "status_observed_ms": 30}), stamp="t", read=from_record
+    )
     assert again is None  # bookkeeping only
 
 

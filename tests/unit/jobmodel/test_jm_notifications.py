@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ftl_ledger.job_codec import from_record
 from jobmodel.jobs import effects as E
 from jobmodel.jobs import notifications as N
 from jobmodel.jobs.record import Change, plan
@@ -27,7 +28,9 @@ JOB = {
 
 
 def test_an_ended_notice_carries_status_metrics_cost_and_console_link():
-    notice = N.job_notice(N.ENDED, JOB, "nlp-bert-20261126-0001/announce", region="eu-west-1")
+    notice = N.job_notice(
+        N.ENDED, from_record(JOB), "nlp-bert-20261126-0001/announce", region="eu-west-1"
+    )
     m = notice.message
     assert m["status"] == "Completed" and m["cost_usd"] == 12.5
     assert m["final_metrics"] == {"eval_f1": 91.5}
@@ -51,7 +54,9 @@ def test_an_ended_notice_carries_status_metrics_cost_and_console_link():
 
 def test_a_job_without_a_team_leaves_the_attribute_out():
     job = {k: v for k, v in JOB.items() if k != "team"}
-    notice = N.job_notice(N.STARTED, {**job, "status": "InProgress"}, "j/started", region="r")
+    notice = N.job_notice(
+        N.STARTED, from_record({**job, "status": "InProgress"}), "j/started", region="r"
+    )
     assert "team" not in notice.attributes and notice.attributes["status"] == "InProgress"
 
 
@@ -64,7 +69,7 @@ def test_a_chain_step_names_its_attempt_and_step_and_its_training_job():
         "training_job_name": None,
     }
     job = {k: v for k, v in job.items() if v is not None}
-    notice = N.job_notice(N.CHAIN_STEP, job, "x/chain-step-2", region="us-east-1")
+    notice = N.job_notice(N.CHAIN_STEP, from_record(job), "x/chain-step-2", region="us-east-1")
     assert notice.message["attempt"] == 2 and notice.message["steps"] == 2
     assert notice.message["step"] == {"kind": "ON_DEMAND"}
     assert (
@@ -76,8 +81,8 @@ def test_a_chain_step_names_its_attempt_and_step_and_its_training_job():
 @pytest.mark.parametrize(
     "bad",
     [
-        lambda: N.job_notice("exploded", JOB, "d", region="r"),
-        lambda: N.job_notice(N.ENDED, {"status": "Completed"}, "d", region="r"),
+        lambda: N.job_notice("exploded", from_record(JOB), "d", region="r"),
+        lambda: N.job_notice(N.ENDED, from_record({"status": "Completed"}), "d", region="r"),
         lambda: N.budget_notice("", "2026-11", 80, spend_usd=1, budget_usd=1),
         lambda: N.budget_notice("nlp", "2026-11", 50, spend_usd=1, budget_usd=1),
         lambda: N.event_source("Bad Name"),
@@ -90,14 +95,16 @@ def test_bad_inputs_are_refused_with_a_clear_error(bad):
 
 
 def test_event_entries_fit_eventbridge():
-    notice = N.job_notice(N.ENDED, JOB, "j/announce", region="us-east-1")
+    notice = N.job_notice(N.ENDED, from_record(JOB), "j/announce", region="us-east-1")
     entry = N.event_entry(notice, source=N.event_source("ftl"), bus="default")
     assert entry["Source"] == "ftl.ftl" and entry["DetailType"] == "FTL Job Ended"
     assert entry["EventBusName"] == "default"
     detail = json.loads(entry["Detail"])
     assert {"team", "job_name", "template", "status", "requester", "dedup_id"} <= set(detail)
     huge = {**JOB, "final_metrics": {f"m{i}": "x" * 1000 for i in range(400)}}
-    entry = N.event_entry(N.job_notice(N.ENDED, huge, "j/a", region="r"), source="ftl.x", bus="b")
+    entry = N.event_entry(
+        N.job_notice(N.ENDED, from_record(huge), "j/a", region="r"), source="ftl.x", bus="b"
+    )
     detail = json.loads(entry["Detail"])
     assert detail["truncated"] is True and "final_metrics" not in detail
     assert len(entry["Detail"].encode()) < N.MAX_DETAIL_BYTES
@@ -111,32 +118,52 @@ def test_every_detail_type_is_a_valid_eventbridge_detail_type():
 def test_the_start_and_a_chains_next_step_are_owed_by_the_write_that_made_them():
     before = {"job_name": "j", "status": "Queued", "revision": 3, "attempt": 1, "chain": [{}, {}]}
     started = plan(
-        before, Change({"status": "InProgress", "status_source": "sagemaker"}), stamp="t"
+        before,
+        Change({"status": "InProgress", "status_source": "sagemaker"}),
+        stamp="t",
+        read=from_record,
     )
     assert started is not None
     assert started.changes[E.OWED] == {"started": "j/started"}
     assert started.changes["care"] == "care"
-    assert E.owed(started.after) == {"started": "j/started"}
-    nxt = plan(started.after, Change(also={"attempt": 2}), stamp="t")
+    assert E.owed(from_record(started.after)) == {"started": "j/started"}
+    nxt = plan(started.after, Change(also={"attempt": 2}), stamp="t", read=from_record)
     assert nxt is not None
     assert nxt.changes[E.OWED] == {"started": "j/started", "chain-step-2": "j/chain-step-2"}
     # the end keeps what is still owed, and owes its effects after the notices
-    ended = plan(nxt.after, Change({"status": "Failed", "status_source": "sagemaker"}), stamp="t")
+    ended = plan(
+        nxt.after,
+        Change({"status": "Failed", "status_source": "sagemaker"}),
+        stamp="t",
+        read=from_record,
+    )
     assert ended is not None
-    assert list(E.owed(ended.after)) == ["started", "chain-step-2", E.ANNOUNCE, E.REGISTER]
+    assert list(E.owed(from_record(ended.after))) == [
+        "started",
+        "chain-step-2",
+        E.ANNOUNCE,
+        E.REGISTER,
+    ]
 
 
 def test_a_chain_without_a_recorded_attempt_is_at_its_first():
     before = {"job_name": "j", "status": "Submitting", "revision": 1, "chain": [{}, {}]}
-    moved = plan(before, Change(also={"attempt": 2}), stamp="t")
-    assert moved is not None and E.owed(moved.after) == {"chain-step-2": "j/chain-step-2"}
+    moved = plan(before, Change(also={"attempt": 2}), stamp="t", read=from_record)
+    assert moved is not None and E.owed(from_record(moved.after)) == {
+        "chain-step-2": "j/chain-step-2"
+    }
 
 
 def test_a_job_seen_first_when_it_ended_owes_no_start():
     before = {"job_name": "j", "status": "Submitting", "revision": 1}
-    ended = plan(before, Change({"status": "Completed", "status_source": "sagemaker"}), stamp="t")
+    ended = plan(
+        before,
+        Change({"status": "Completed", "status_source": "sagemaker"}),
+        stamp="t",
+        read=from_record,
+    )
     assert ended is not None
-    assert E.owed(ended.after) == {E.ANNOUNCE: "j/announce", E.REGISTER: "j/register"}
+    assert E.owed(from_record(ended.after)) == {E.ANNOUNCE: "j/announce", E.REGISTER: "j/register"}
 
 
 def test_notice_keys():

@@ -4,6 +4,7 @@ checked against the installed botocore model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any
@@ -14,7 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import jobmodel as jm
+from ftl_ledger.job_codec import from_record
 from jobmodel.after_training import registry as R
+from jobmodel.jobs.job import Job
 
 GROUP_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 METADATA_RE = re.compile(r"^[\w .:/=+\-@]*$", re.ASCII)
@@ -22,13 +25,13 @@ JOB = "nlp-llm-lora-20261122-0153-a1b2"
 
 
 def _job(catalog: dict[str, jm.TemplateSpec], platform: jm.PlatformConfig, template: str,
-         **extra: Any) -> dict[str, Any]:  # fmt: skip
+         **extra: Any) -> Job:  # fmt: skip
     spec = catalog[template]
     req = jm.validate_submit({"template": template, **extra}, {template: spec}, platform)
     rendered = jm.render_create_training_job(
         req, spec, platform, job_name=JOB, requested_by="arn:aws:iam::123456789012:role/alice"
     )
-    return {
+    record = {
         "job_name": JOB,
         "template": template,
         "team": "nlp",
@@ -42,6 +45,7 @@ def _job(catalog: dict[str, jm.TemplateSpec], platform: jm.PlatformConfig, templ
         "rendered": json.dumps(rendered),
         "created_at": "2026-11-22T01:53:30.000Z",
     }
+    return from_record(record)
 
 
 @pytest.fixture(scope="module")
@@ -77,10 +81,10 @@ def test_a_lora_job_registers_its_adapter_and_names_its_base_model(catalog, plat
     assert container["Image"] == catalog["llm-lora"].image_uri
     assert request["ModelApprovalStatus"] == "PendingManualApproval"
     assert meta["metric.eval_loss"] == "0.42" and meta["hp.lora_r"] == "16"
-    assert meta["job_arn"] == job["training_job_arn"] and meta["cost_usd"] == "12.5"
+    assert meta["job_arn"] == job.training_job_arn and meta["cost_usd"] == "12.5"
     assert meta["attempts"] == "1" and meta["team"] == "nlp"
     assert any(k.startswith("input.") for k in meta)
-    assert request["MetadataProperties"]["GeneratedBy"] == job["training_job_arn"]
+    assert request["MetadataProperties"]["GeneratedBy"] == job.training_job_arn
     assert request["MetadataProperties"]["CommitId"] == meta["source_hash"]
 
 
@@ -108,9 +112,11 @@ def test_the_client_token_is_stable_and_valid():
 
 
 def test_metadata_fits_the_api_limits_however_much_a_job_has(catalog, platform):
-    job = _job(catalog, platform, "llm-lora")
-    job["final_metrics"] = {f"m{i}{'x' * 200}": i / 3 for i in range(80)}
-    job["requested_by"] = 'arn:aws:sts::1:assumed-role/r/{"odd", value}' + "y" * 400
+    job = dataclasses.replace(
+        _job(catalog, platform, "llm-lora"),
+        final_metrics={f"m{i}{'x' * 200}": i / 3 for i in range(80)},
+        requested_by='arn:aws:sts::1:assumed-role/r/{"odd", value}' + "y" * 400,
+    )
     meta = R.lineage(job)
     assert len(meta) <= 50 and int(meta["omitted"]) > 0
     for key, value in meta.items():
