@@ -160,7 +160,7 @@ class Job:
     chain_pending: bool | None = shown()
     stop_requested: bool | None = shown()
     prior_cost_usd: float | None = shown()
-    # settlement (``money.limits.settle``)
+    # settlement (``jobs.settlement.settle``)
     usage_released: bool | None = shown()
     usage_spend_usd: float | None = shown()
     # end effects and notices still owed (``effects``): name -> deduplication id

@@ -5,7 +5,7 @@ it (``ftl_ledger.items`` decodes DynamoDB into it). :func:`plan` is the pure hal
 function that changes a job (``ftl_ledger.writer.JobWriter.apply``): a :class:`Change`
 (an observation of the job plus attributes it sets) becomes the attributes to write, merged
 by the order rules (``training_state.merge``, which applies ``queue_state.merge``), with the
-cost and the team's usage settled once (``money.limits.settle``) and the conditions the write
+cost and the team's usage settled once (``jobs.settlement.settle``) and the conditions the write
 needs (the revision and the status read). Every writer (submit's start and failed start, describe's
 refresh, stop, the queue transitions, the job events) describes its change this way, so the
 rules are written once and a transition is applied, settled and published once.
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict
 
 from ..contract.statuses import TERMINAL_STATUSES, Status
-from ..money import limits as Q
 from . import claims as CL
 from . import effects as E
 from . import notifications as N
 from .job import Job
+from .settlement import settle
 from .training_state import merge
 
 __all__ = [
@@ -96,7 +96,7 @@ class JobRecord(TypedDict, total=False):
     chain_pending: bool
     stop_requested: bool
     prior_cost_usd: float
-    # settlement (``money.limits.settle``)
+    # settlement (``jobs.settlement.settle``)
     cost_usd: float
     usage_released: bool
     usage_spend_usd: float
@@ -197,9 +197,9 @@ def plan(
         changes.update({k: v for k, v in change.also.items() if changes.get(k, job.get(k)) != v})
     if changes.keys() <= BOOKKEEPING:
         return None
-    settlement = Q.settle(job, overlay(job, changes))
-    changes.update(settlement.changes)
     before = read(job)
+    settlement = settle(before, read(overlay(job, changes)))
+    changes.update(settlement.changes)
     # The write that starts the job, or moves its capacity chain on, owes the notice of it;
     # the write that ends the job owes its end effects: durably, in the same write.
     owe = N.owed_notices(before, read(overlay(job, changes)))

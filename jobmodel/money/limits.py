@@ -29,22 +29,17 @@ from datetime import datetime
 from typing import Any
 
 from ..contract.errors import QuotaExceeded, ValidationError
-from ..contract.names import JOB_KIND, SWEEP_KIND
-from ..contract.statuses import TERMINAL_STATUSES
 from ..teams import TeamLimits
-from .pricing import cost_usd
 
 __all__ = [
     "USAGE",
     "require_price",
-    "Settlement",
     "Usage",
     "check_limits",
     "claim_update",
     "month_of",
     "release_update",
     "rollover_update",
-    "settle",
     "spend_update",
     "usage_item",
 ]
@@ -155,17 +150,6 @@ def _limit(
         )
 
 
-@dataclass(frozen=True)
-class Settlement:
-    """What a job's record change means for its cost and its team's usage (:func:`settle`)."""
-
-    changes: dict[str, Any]  # ledger attributes to write with the change
-    cost: float | None = None  # the job's cost, when it is known
-    release: bool = False  # give the team's usage back now (with ``cost``)
-    add_spend: float | None = None  # a cost learned after the release, to add to the spend
-    late_cost: bool = False  # the cost of a job that had already ended became known
-
-
 def require_price(
     limits: TeamLimits,
     estimate: float | None,
@@ -187,45 +171,6 @@ def require_price(
         f"{what} has a cost limit and the price of {instance_type} is unknown ({reason}); "
         "choose a priced instance type or ask the platform team to add the price (ftl:prices)",
     )
-
-
-def settle(before: Mapping[str, Any], after: Mapping[str, Any]) -> Settlement:
-    """The cost and usage side of a ledger job changing from ``before`` to ``after``.
-
-    A terminal job gets ``cost_usd`` once its billable time is known. A team job gives its
-    usage back once, with the first change that makes it terminal, adding its cost to the
-    month's spend if known (``usage_spend_usd`` records what was added; 0: not known yet);
-    a cost that becomes known later is added then, once. Depends only on the two records,
-    so events applied in any order settle the same way.
-    """
-    if after.get("status") not in TERMINAL_STATUSES:
-        return Settlement(changes={})
-    price = after.get("price_usd_per_hour")
-    count = int(after.get("instance_count") or 1)
-    cost = cost_usd(None if price is None else float(price), count, after.get("billable_seconds"))
-    prior = float(after.get("prior_cost_usd") or 0)
-    if after.get(JOB_KIND) == SWEEP_KIND:
-        # A sweep's trials are charged as each ends (``prior_cost_usd``, their sum): its cost
-        # is that sum, and what this write settles the trials it charges.
-        cost = round(prior - float(before.get("prior_cost_usd") or 0), 4)
-        prior -= cost
-    changes: dict[str, Any] = {}
-    late = False
-    # A chained job's earlier attempts were charged as each ended (``prior_cost_usd``): the
-    # job's cost is theirs plus this attempt's; the usage settles this attempt's.
-    total = None if cost is None else round(prior + cost, 4)
-    if total is not None and before.get("cost_usd") != total:
-        changes["cost_usd"] = total
-        late = before.get("status") in TERMINAL_STATUSES
-    if not before.get("team"):
-        return Settlement(changes=changes, cost=cost, late_cost=late)
-    if not before.get("usage_released"):
-        changes.update(usage_released=True, usage_spend_usd=cost or 0.0)
-        return Settlement(changes=changes, cost=cost, release=True, late_cost=late)
-    if before.get("usage_spend_usd") == 0 and cost:
-        changes["usage_spend_usd"] = cost
-        return Settlement(changes=changes, cost=cost, add_spend=cost, late_cost=True)
-    return Settlement(changes=changes, cost=cost, late_cost=late)
 
 
 # ------------------------------------------------------------------ DynamoDB request shapes

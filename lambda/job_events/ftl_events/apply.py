@@ -3,7 +3,7 @@
 Here only what is the job-events function's own: the job must be in the ledger (events never
 create items), the event's job must belong to the ledger job's team (``ownership``), and a
 Batch event must be about the ledger's Batch job. The merge, the cost, the team's usage
-(``jobmodel.money.limits.settle``: given back once, with the first write that makes the status
+(``jobmodel.jobs.settlement.settle``: given back once, with the first write that makes the status
 terminal; a cost learned later added once), the conditional write on the job's revision,
 the retries when another write came first and the metric line are the writer's, as for every
 writer of the job record.

@@ -18,9 +18,9 @@ import pytest
 
 from ftl_events.parse import parse
 from ftl_ledger.job_codec import from_record
+from jobmodel.contract.statuses import TERMINAL_STATUSES
 from jobmodel.jobs.notifications import is_notice
 from jobmodel.jobs.record import Change, plan
-from jobmodel.money import limits as Q
 from tests.unit.job_events.sequences import life, training_name
 
 # Attributes that record when and how often the item was written, not what it says.
@@ -115,7 +115,7 @@ def _settle_in_memory(order: tuple[int, ...]) -> tuple[dict, dict[str, float], i
         usage["releases"] += write.release
         usage["spend"] += (write.cost or 0) if write.release else 0
         usage["spend"] += write.add_spend or 0
-        ends += after["status"] in Q.TERMINAL_STATUSES and job["status"] not in Q.TERMINAL_STATUSES
+        ends += after["status"] in TERMINAL_STATUSES and job["status"] not in TERMINAL_STATUSES
         job = after
     # A start notice is owed only where the order saw the job start before it ended
     # (jobmodel.jobs.notifications): the end's announcement is owed in every order.
