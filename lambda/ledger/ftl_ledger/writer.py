@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from ftl_ledger.calls import MonthTurned
+from ftl_ledger.job_codec import from_record
 from ftl_ledger.ledger import Ledger, token_pk
 from ftl_ledger.usage import TeamUsage
 from jobmodel import TERMINAL_STATUSES
@@ -143,8 +144,8 @@ class JobWriter:
     def _publish(self, done: Applied) -> None:
         now_ms = int(self.now().timestamp() * 1000)
         done.line = FM.change_line(
-            done.before,
-            done.after,
+            from_record(done.before),
+            from_record(done.after),
             late_cost=done.late_cost,
             platform=self.platform(),
             timestamp_ms=now_ms,
