@@ -217,8 +217,6 @@ def test_the_import_reader_sees_type_checking_and_relative_imports(tmp_path, mon
 RAW_RECORD_READ = re.compile(r'\bjob(?:\.get\(|\[)"')
 RAW_RECORD_READS = {
     "jobmodel/after_training/registry.py": 17,
-    "jobmodel/capacity/queue_eta.py": 5,
-    "jobmodel/fleet_metrics.py": 11,
     "jobmodel/jobs/attempts.py": 34,
     "jobmodel/jobs/claims.py": 2,
     "jobmodel/jobs/effects.py": 2,
@@ -234,10 +232,6 @@ RAW_RECORD_READS = {
     "lambda/ledger/ftl_ledger/writer.py": 5,
     "lambda/trigger/ftl_trigger/backends/direct/backend.py": 2,
     "lambda/trigger/ftl_trigger/backends/host.py": 1,
-    "lambda/trigger/ftl_trigger/backends/queue/backend.py": 9,
-    "lambda/trigger/ftl_trigger/backends/queue/flow.py": 12,
-    "lambda/trigger/ftl_trigger/backends/queue/places.py": 5,
-    "lambda/trigger/ftl_trigger/backends/queue/service_jobs.py": 4,
     "lambda/trigger/ftl_trigger/recovery_flow.py": 3,
     "lambda/trigger/ftl_trigger/chain_flow.py": 8,
     "lambda/trigger/ftl_trigger/identity.py": 1,
