@@ -29,10 +29,9 @@ describe that lost the race, publishes nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
-from .contract.names import INSTANCES_HELD
+from .jobs.job import Job
 from .jobs.queue_state import waited_seconds
 from .money.pricing import spot_savings_usd
 
@@ -180,28 +179,33 @@ def emf_line(
     return json.dumps(doc, separators=(",", ":"), sort_keys=True)
 
 
-def job_spend(job: Mapping[str, Any], month_spend_usd: float | None = None) -> dict[str, Any]:
+def job_spend(job: Job, month_spend_usd: float | None = None) -> dict[str, Any]:
     """``cost_usd``, ``spot_savings_usd`` and ``month_spend_usd`` of a ledger job, for
     :func:`transition_metrics` and :func:`cost_metrics` (``None`` where unknown)."""
     savings = None
-    if job.get("spot"):
-        price = job.get("price_usd_per_hour")
+    if job.spot:
+        price = job.price_usd_per_hour
         savings = spot_savings_usd(
             None if price is None else float(price),
-            int(job.get(INSTANCES_HELD) or job.get("instance_count") or 1),
-            job.get("billable_seconds"),
-            job.get("training_seconds"),
+            _instances(job),
+            job.billable_seconds,
+            job.training_seconds,
         )
     return {
-        "cost_usd": job.get("cost_usd"),
+        "cost_usd": job.cost_usd,
         "spot_savings_usd": savings,
         "month_spend_usd": month_spend_usd,
     }
 
 
+def _instances(job: Job) -> int:
+    """The instances a job holds: its claim's (a sweep's parallel trials'), else its count."""
+    return int(job.instances_held or job.instance_count or 1)
+
+
 def job_line(
     old_status: str | None,
-    job: Mapping[str, Any],
+    job: Job,
     *,
     platform: str,
     timestamp_ms: int,
@@ -211,24 +215,24 @@ def job_line(
     as written); ``None`` when the move publishes nothing."""
     values = transition_metrics(
         old_status,
-        str(job.get("status")),
-        instance_count=int(job.get(INSTANCES_HELD) or job.get("instance_count") or 1),
-        queued_seconds=waited_seconds(job),
+        str(job.status),
+        instance_count=_instances(job),
+        queued_seconds=waited_seconds(job.queued_ms, job.dequeued_ms),
         **job_spend(job, month_spend_usd),
     )
     return emf_line(
         values,
         platform=platform,
-        team=job.get("team"),
-        instance_type=str(job.get("instance_type") or "unknown"),
+        team=job.team,
+        instance_type=str(job.instance_type or "unknown"),
         timestamp_ms=timestamp_ms,
-        job_name=job.get("job_name"),
+        job_name=job.job_name,
     )
 
 
 def change_line(
-    before: Mapping[str, Any],
-    after: Mapping[str, Any],
+    before: Job,
+    after: Job,
     *,
     late_cost: bool,
     platform: str,
@@ -238,7 +242,7 @@ def change_line(
     """The one EMF line of an applied write of a job from ``before`` to ``after``: its status
     transition's, or, for a job that had already ended, the cost that became known
     (``late_cost``); ``None`` when the write moves no metric."""
-    old, new = before.get("status"), after.get("status")
+    old, new = before.status, after.status
     if old != new:
         return job_line(
             old,
@@ -252,8 +256,8 @@ def change_line(
     return emf_line(
         cost_metrics(**job_spend(after, month_spend_usd)),
         platform=platform,
-        team=after.get("team"),
-        instance_type=str(after.get("instance_type") or "unknown"),
+        team=after.team,
+        instance_type=str(after.instance_type or "unknown"),
         timestamp_ms=timestamp_ms,
-        job_name=after.get("job_name"),
+        job_name=after.job_name,
     )

@@ -29,7 +29,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from ..contract.errors import ValidationError
 from ..contract.names import timestamp
@@ -38,6 +38,7 @@ from ..requests.submit_parts import instances as check_instances
 __all__ = [
     "HANDOVER_ALLOWANCE_S",
     "Holder",
+    "QueuedJob",
     "StartBound",
     "hold_limit",
     "sooner_options",
@@ -65,6 +66,20 @@ TOO_BIG_AHEAD = (
     "a job ahead of it needs more instances than the queue's capacity and holds the head "
     "until the queue's time limit ends it"
 )
+
+
+class QueuedJob(Protocol):
+    """What the options read of a queued job (``jobmodel.jobs.job.Job``, whose layer is above
+    this one): its instance type and count, and whether it is spot."""
+
+    @property
+    def instance_type(self) -> str: ...
+
+    @property
+    def instance_count(self) -> int: ...
+
+    @property
+    def spot(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -160,7 +175,7 @@ def _earliest(
 
 def sooner_options(
     *,
-    job: Mapping[str, Any],
+    job: QueuedJob,
     spec: Any,
     current: StartBound,
     capacity: int | None,
@@ -170,21 +185,20 @@ def sooner_options(
     batch_reason: str | None,
     allowance_s: float = HANDOVER_ALLOWANCE_S,
 ) -> list[dict[str, Any]]:
-    """What would start the queued ``job`` (its ledger record) sooner, as the submit fields
+    """What would start the queued ``job`` (its typed record) sooner, as the submit fields
     to change (``request``): a new job of fewer instances, placed behind ``others`` (every
     job waiting now but this one, in order; None when Batch did not list them all), another
     instance type (only when SageMaker has no capacity of the job's type: the queue's own
     capacity counts instances of any type), or on-demand for a spot job. ``spec``: the
     job's template (None: no option that needs it)."""
     out: list[dict[str, Any]] = []
-    count = int(job["instance_count"])
+    count = int(job.instance_count)
+    itype = str(job.instance_type)
     if others is not None and spec is not None:
         out += _fewer(job, spec, current, capacity, now_s, running, others, allowance_s)
     reason = (batch_reason or "").upper()
     if spec is not None and NO_TYPE_CAPACITY in reason:
-        types = [
-            t for t in spec.instance_types if t != job["instance_type"] and _valid(spec, t, count)
-        ]
+        types = [t for t in spec.instance_types if t != itype and _valid(spec, t, count)]
         if types:
             out.append(
                 {
@@ -193,14 +207,14 @@ def sooner_options(
                     "instance_types": types,
                     "estimated_start_by": None,
                     "detail": (
-                        f"SageMaker has no {job['instance_type']} capacity for the job now; "
+                        f"SageMaker has no {itype} capacity for the job now; "
                         "the queue counts instances of any type, so another type the "
                         "template allows waits the same in the queue but not for "
-                        f"{job['instance_type']}"
+                        f"{itype}"
                     ),
                 }
             )
-    if job.get("spot"):
+    if job.spot:
         out.append(
             {
                 "option": "on_demand",
@@ -218,7 +232,7 @@ def sooner_options(
 
 
 def _fewer(
-    job: Mapping[str, Any],
+    job: QueuedJob,
     spec: Any,
     current: StartBound,
     capacity: int | None,
@@ -231,8 +245,8 @@ def _fewer(
     does not start now) the largest that starts now."""
     out: list[dict[str, Any]] = []
     found_earlier = False
-    for n in range(int(job["instance_count"]) - 1, 0, -1):
-        if not _valid(spec, str(job["instance_type"]), n):
+    for n in range(int(job.instance_count) - 1, 0, -1):
+        if not _valid(spec, str(job.instance_type), n):
             continue
         bound = start_bound(
             capacity=capacity,

@@ -117,7 +117,7 @@ class QueueUpdate:
     @property
     def queued_seconds(self) -> float | None:
         """Time spent queued, once the job has left the queue."""
-        return waited_seconds({"queued_ms": self.queued_ms, "dequeued_ms": self.dequeued_ms})
+        return waited_seconds(self.queued_ms, self.dequeued_ms)
 
     def fields(self) -> dict[str, Any]:
         """The ledger attributes this update sets (``None`` values left out)."""
@@ -202,10 +202,13 @@ def from_service_job(detail: Mapping[str, Any], *, observed_ms: int | None = Non
     )
 
 
-def waited_seconds(record: Mapping[str, Any], *, now_ms: int | None = None) -> float | None:
-    """Seconds a ledger job waited in the queue, from ``queued_ms`` to ``dequeued_ms``; for a
-    job still waiting (no ``dequeued_ms``) up to ``now_ms`` when given. None when unknown."""
-    start, end = record.get("queued_ms"), record.get("dequeued_ms")
+def waited_seconds(
+    queued_ms: int | None, dequeued_ms: int | None, *, now_ms: int | None = None
+) -> float | None:
+    """Seconds a ledger job waited in the queue, from its ``queued_ms`` to its
+    ``dequeued_ms``; for a job still waiting (no ``dequeued_ms``) up to ``now_ms`` when given.
+    None when unknown."""
+    start, end = queued_ms, dequeued_ms
     if end is None:
         end = now_ms
     if start is None or end is None:

@@ -56,7 +56,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
             observation.source,
             observation.event_id,
         )
-    if outcome.applied and (outcome.after.get("chain_pending") or _newly_held(outcome)):
+    if outcome.applied and (from_record(outcome.after).chain_pending or _newly_held(outcome)):
         _ask(outcome.job_name, "advance")
     # The write that applied printed its fleet-metrics line (ftl_ledger.writer). The end
     # effects the job still owes, whichever write owed them: a failure raises, so EventBridge

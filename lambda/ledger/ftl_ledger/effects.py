@@ -52,7 +52,8 @@ class EndEffects:
         failure (a performer's, or the ledger's when recording one done) is raised, with that
         effect and the ones after it still owed."""
         current: dict[str, Any] = dict(job)
-        for effect, dedup in E.owed(from_record(current)).items():
+        typed = from_record(current)
+        for effect, dedup in E.owed(typed).items():
             # Its row's performer (every job notice's is NOTICE).
             performer = self.performers[E.performer_of(effect)]
             if performer is None:  # another holder's: left owed, the later ones still done
@@ -66,8 +67,10 @@ class EndEffects:
             applied = self.writer.apply(current, done)  # type: ignore[arg-type]
             current = dict(applied.after)
             if applied.applied:  # the write added one: the next effect's write expects it
-                current[REVISION] = int(str(applied.before.get(REVISION) or 0)) + 1
-            LOG.info("job %s: end effect %s done (%s)", current.get("job_name"), effect, dedup)
+                current[REVISION] = int(from_record(applied.before).revision or 0) + 1
+            LOG.info(
+                "job %s: end effect %s done (%s)", from_record(current).job_name, effect, dedup
+            )
         return current
 
 

@@ -145,8 +145,8 @@ class JobWriter:
     def _publish(self, done: Applied) -> None:
         now_ms = int(self.now().timestamp() * 1000)
         done.line = FM.change_line(
-            done.before,
-            done.after,
+            from_record(done.before),
+            from_record(done.after),
             late_cost=done.late_cost,
             platform=self.platform(),
             timestamp_ms=now_ms,

@@ -185,7 +185,7 @@ class EvaluationFlow:
                     estimate,
                     field="evaluation.instance_type",
                     what=f"team {team.name}",
-                    instance_type=record["instance_type"],
+                    instance_type=str(from_record(record).instance_type),
                     reason=reason,
                 )
                 usage_now = ledger_call(self.usage.peek, team.name)

@@ -140,7 +140,7 @@ class SweepFlow:
                     "client_token": req.client_token,
                     "job_name": name,
                     "fingerprint": fingerprint,
-                    "created_at": record["created_at"],
+                    "created_at": from_record(record).created_at,
                 }
             try:
                 self._claim(record, token, caller, sweep, worst, instances)

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import jobmodel as jm
+from ftl_ledger.job_codec import from_record
 from jobmodel.capacity import queue_eta as E
 from jobmodel.capacity.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
 
@@ -194,11 +195,13 @@ def spec(name: str) -> jm.TemplateSpec:
 
 
 def job(**extra):
-    return {"instance_type": "ml.p4d.24xlarge", "instance_count": 4, "spot": False, **extra}
+    return from_record(
+        {"instance_type": "ml.p4d.24xlarge", "instance_count": 4, "spot": False, **extra}
+    )
 
 
 def options(j, template="bert-large-qa", *, running=(), others=(), reason=None, capacity=4):
-    current = bound(capacity, list(running), list(others), j["instance_count"])
+    current = bound(capacity, list(running), list(others), j.instance_count)
     return sooner_options(
         job=j,
         spec=spec(template),

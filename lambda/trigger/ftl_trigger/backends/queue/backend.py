@@ -22,10 +22,9 @@ from jobmodel import TERMINAL_STATUSES
 from jobmodel.contract.errors import JobModelError, UpstreamError
 from jobmodel.contract.names import timestamp
 from jobmodel.contract.statuses import Status
-from jobmodel.jobs import attempts as A
-from jobmodel.jobs.attempts import current_training_job
 from jobmodel.jobs.queue_state import classify_reason
 from jobmodel.jobs.record import Change
+from jobmodel.jobs.view import current_training_job, queued_job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_trigger.backends import Host
@@ -45,7 +44,7 @@ def epoch_ms(moment: datetime) -> int:
 
 def is_queued_job(job: Mapping[str, Any]) -> bool:
     """A job claimed in queue mode (it carries a Batch priority from its claim on)."""
-    return job.get("priority") is not None or job.get("batch_job_id") is not None
+    return queued_job(from_record(job))
 
 
 class QueueBackend:
@@ -103,11 +102,8 @@ class QueueBackend:
         """A live chained job with no attempt pending: Batch's end of its attempt may be held
         (``jobmodel.jobs.batch_end_hold``), so DescribeServiceJob and DescribeTrainingJob say
         whether it ended for want of capacity (the next attempt then starts) or ends the job."""
-        if (
-            job["status"] in TERMINAL_STATUSES
-            or not A.chained(from_record(job))
-            or job.get("chain_pending")
-        ):
+        seen = from_record(job)
+        if seen.status in TERMINAL_STATUSES or not seen.chain or seen.chain_pending:
             return job
         looked: dict[str, Any] = self.host.queue.refresh_queued(job)[0]
         return looked
@@ -124,8 +120,9 @@ class QueueBackend:
 
     def _client(self, job: Mapping[str, Any]) -> Any:
         if self.host.rt.batch is None:
+            name = from_record(job).job_name
             raise UpstreamError(
-                f"job {job['job_name']} was claimed for the job queue but this platform no "
+                f"job {name} was claimed for the job queue but this platform no "
                 "longer queues jobs (ftl:scheduler); submit again with a new client_token"
             )
         return self.host.rt.batch
@@ -136,16 +133,17 @@ class QueueBackend:
         """SubmitServiceJob's parameters for a job; ``ValidationError`` on ``request`` when
         the payload is over Batch's 10 KiB (checked before the job is claimed)."""
         sched = self.host.rt.scheduler
+        seen = from_record(job)
         return service_jobs.service_job_request(
             rendered,
             job_queue=str(sched.job_queue_arn),
-            job_name=current_training_job(from_record(job)),
+            job_name=current_training_job(seen),
             # The caller's token, or (none given) one derived from the job's name in a space
             # of its own: a replay of the same claim resubmits with the same clientToken, so
             # Batch queues one job. A chain's later attempts: derived from the attempt's name.
-            client_token=job.get("client_token") if int(job.get("attempt") or 1) == 1 else None,
-            team=job.get("team"),
-            priority=int(job["priority"]),
+            client_token=seen.client_token if int(seen.attempt or 1) == 1 else None,
+            team=seen.team,
+            priority=int(seen.priority),  # type: ignore[arg-type]  # queue mode claims one
             tags={t["Key"]: t["Value"] for t in rendered.get("Tags", [])},
             share_policy=sched.share_policy,
         )
@@ -166,6 +164,7 @@ class QueueBackend:
         try:
             return self.host.write(job, change)
         except JobModelError as err:
-            LOG.warning("job %s queued but the ledger update failed: %s", job["job_name"], err)
+            name = from_record(job).job_name
+            LOG.warning("job %s queued but the ledger update failed: %s", name, err)
             learned = {"batch_job_id": queued["jobId"], "batch_job_arn": queued.get("jobArn")}
             return record_pending(job, learned)

@@ -17,8 +17,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-# Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_ledger.job_codec import from_record
+
+# Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
 from ftl_trigger.backends.queue import service_jobs
 from ftl_trigger.backends.queue.backend import epoch_ms
 from ftl_trigger.backends.queue.places import QueueLook, QueueSettings, QueueSpot
@@ -63,31 +64,30 @@ class QueueFlow:
         its training job), then from SageMaker. Returns the record and, while it is
         ``Queued``, its place in the queue with the estimated start."""
         position = None
-        if not job.get("batch_job_id"):  # a chain's next attempt, its service job not yet known
+        seen = from_record(job)
+        if not seen.batch_job_id:  # a chain's next attempt, its service job not yet known
             return job, None
         batch = self.settings.batch
         # A capacity chain's attempt is a service job of its own: always asked (module doc).
-        asks_batch = (
-            job["status"] in WAITING
-            or not job.get("training_job_name")
-            or A.chained(from_record(job))
-        )
+        chained = bool(seen.chain)
+        asks_batch = seen.status in WAITING or not seen.training_job_name or chained
         if asks_batch and batch is not None:  # None: the platform went back to direct
             try:
                 state = service_jobs.describe(
-                    batch, job["batch_job_id"], observed_ms=epoch_ms(self.clock.now())
+                    batch, seen.batch_job_id, observed_ms=epoch_ms(self.clock.now())
                 )
             except NotFound:  # Batch forgot the job: the ledger is all there is
-                LOG.warning("Batch has no job %s for %s", job["batch_job_id"], job["job_name"])
+                LOG.warning("Batch has no job %s for %s", seen.batch_job_id, seen.job_name)
                 return job, None
             batch_name = state.pop("job_name", None)
-            if A.chained(from_record(job)):
+            if chained:
                 return self._refresh_attempt(job, state, str(batch_name or "")), None
             job = self.records.write(job, Change(state, {"job_arn": state.get("training_job_arn")}))
-            if job["status"] == Status.QUEUED:  # one snapshot: the position and the estimate
-                position = QueueLook(self.settings, self.ledger).spot(job)
-        name = job.get("training_job_name")
-        if job["status"] in TERMINAL_STATUSES or job["status"] == Status.QUEUED or not name:
+            seen = from_record(job)
+            if seen.status == Status.QUEUED:  # one snapshot: the position and the estimate
+                position = QueueLook(self.settings, self.ledger).spot(seen)
+        name = seen.training_job_name
+        if seen.status in TERMINAL_STATUSES or seen.status == Status.QUEUED or not name:
             return job, position
         described = describe_training_job(self.settings.sagemaker, name)
         if described is not None:
@@ -123,7 +123,7 @@ class QueueFlow:
             state["billable_seconds"] = view.get("billable_seconds")  # the attempt's cost
         hint = {A.ATTEMPT_HINT: attempt} if attempt is not None else {}
         job = self.records.write(job, _chained(state, hint))
-        if view is not None and not job.get("chain_pending"):
+        if view is not None and not from_record(job).chain_pending:
             # Batch may retry: its FAILED decides.
             if view["status"] == Status.FAILED and not ended:
                 view["status"] = str(Status.IN_PROGRESS)
@@ -134,19 +134,20 @@ class QueueFlow:
     def stop_queued(self, job: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """TerminateServiceJob: a waiting job ends Stopped and starts nothing; a started one
         is Stopping (Batch stops its training job)."""
+        seen = from_record(job)
         if self.settings.batch is None:
             raise UpstreamError(
-                f"job {job['job_name']} was queued by AWS Batch but this platform no longer "
+                f"job {seen.job_name} was queued by AWS Batch but this platform no longer "
                 "queues jobs (ftl:scheduler); stop it with TerminateServiceJob"
             )
         service_jobs.terminate(
-            self.settings.batch, job["batch_job_id"], requested_by=caller.principal
+            self.settings.batch, str(seen.batch_job_id), requested_by=caller.principal
         )
         clock = self.clock
 
         def stopped(current: Mapping[str, Any]) -> Change:
             now = epoch_ms(clock.now())
-            if current.get("status") == Status.QUEUED:
+            if from_record(current).status == Status.QUEUED:
                 return Change.launcher(Status.STOPPED, now, once={"dequeued_ms": now})
             return Change.launcher(Status.STOPPING, now)
 
@@ -156,12 +157,13 @@ class QueueFlow:
     def positions(self, items: Sequence[Mapping[str, Any]]) -> dict[str, QueueSpot]:
         """Queued jobs' places by Batch job ARN: one look at the queue (``QueueLook``), only
         in queue mode and only for a page that holds a waiting job."""
-        queued = [i for i in items if i.get("status") == Status.QUEUED and i.get("batch_job_arn")]
+        jobs = [from_record(i) for i in items]
+        queued = [j for j in jobs if j.status == Status.QUEUED and j.batch_job_arn]
         settings = self.settings
         if not settings.scheduler.queued or settings.batch is None or not queued:
             return {}
         look = QueueLook(settings, self.ledger)
-        return {str(i["batch_job_arn"]): look.spot(i) for i in queued}
+        return {str(j.batch_job_arn): look.spot(j) for j in queued}
 
 
 def _chained(update: Mapping[str, Any], hint: Mapping[str, Any]) -> ChangeFor:

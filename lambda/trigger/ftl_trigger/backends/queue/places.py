@@ -11,6 +11,7 @@ leaves the estimate unknown with the reason; it never fails the request.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -19,11 +20,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 # Aliased: the trimmed-model test reads ``batch.<call>(...)`` as a call on a Batch client.
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.backends.queue import service_jobs
 from jobmodel.capacity.chain import ledger_job_of_attempt
 from jobmodel.capacity.queue_eta import Holder, StartBound, hold_limit, sooner_options, start_bound
 from jobmodel.contract.errors import JobModelError
 from jobmodel.contract.statuses import Status
+from jobmodel.jobs.job import Job
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ftl_ledger.ledger import Ledger
@@ -88,14 +91,14 @@ class QueueLook:
         self.positions = service_jobs.positions_of(self.order or [])
         self._facts: _Facts | None = None
 
-    def spot(self, job: Mapping[str, Any]) -> QueueSpot:
-        """The place of ``job`` (a ledger record), with the estimate when it is ``Queued``."""
-        position = self.positions.get(str(job.get("batch_job_arn") or ""))
-        if job.get("status") != Status.QUEUED:
+    def spot(self, job: Job) -> QueueSpot:
+        """The place of ``job`` (its typed record), with the estimate when it is ``Queued``."""
+        position = self.positions.get(str(job.batch_job_arn or ""))
+        if job.status != Status.QUEUED:
             return QueueSpot(position)
         return QueueSpot(position, lambda: self.estimate(job, position))
 
-    def estimate(self, job: Mapping[str, Any], position: int | None) -> dict[str, Any]:
+    def estimate(self, job: Job, position: int | None) -> dict[str, Any]:
         """``estimated_start_by`` (or null and ``estimated_start_unknown_reason``) and
         ``sooner`` of a ``Queued`` job at ``position``."""
         if self.order is None:
@@ -105,7 +108,7 @@ class QueueLook:
         facts = self.facts()
         if facts.error is not None:
             return _unknown(facts.error)
-        arn = str(job.get("batch_job_arn"))
+        arn = str(job.batch_job_arn)
         capacity = self.rt.scheduler.capacity_instances
         worst = Holder(capacity or 1, None)  # a job Batch did not describe: the worst case
         ahead = [facts.waiting.get(a, worst) for a in self.order[: position - 1]]
@@ -115,11 +118,11 @@ class QueueLook:
         common: dict[str, Any] = {"capacity": capacity, "now_s": now_s, "running": facts.running}
         bound = start_bound(ahead=ahead, instances=instances, **common)
         sooner = sooner_options(
-            job={**job, "instance_count": instances},
-            spec=self.rt.catalog.get(str(job.get("template"))),
+            job=dataclasses.replace(job, instance_count=instances),
+            spec=self.rt.catalog.get(str(job.template)),
             current=bound,
             others=others if len(self.order) < SNAPSHOT_SIZE else None,
-            batch_reason=job.get("batch_status_reason"),
+            batch_reason=job.batch_status_reason,
             **common,
         )
         return _estimate(bound, sooner)
@@ -147,7 +150,8 @@ class QueueLook:
         ]
         summaries = [*holding.values(), *waiting]
         names = {n for s in summaries for n in _names(s)}
-        records = self.ledger.get_jobs(sorted(names), LEDGER_FACTS)
+        read = self.ledger.get_jobs(sorted(names), LEDGER_FACTS)
+        records = {name: from_record(record) for name, record in read.items()}
         running = [_holder(s, records, capacity, running=True) for s in holding.values()]
         by_arn = {str(s["jobArn"]): _holder(s, records, capacity) for s in waiting}
         return _Facts(running, by_arn)
@@ -161,7 +165,7 @@ def _names(summary: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _holder(
     summary: Mapping[str, Any],
-    records: Mapping[str, Mapping[str, Any]],
+    records: Mapping[str, Job],
     capacity: int | None,
     *,
     running: bool = False,
@@ -187,21 +191,21 @@ def _usage(summary: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _rendered(record: Mapping[str, Any]) -> dict[str, Any]:
+def _rendered(job: Job) -> dict[str, Any]:
     try:
-        rendered = json.loads(str(record.get("rendered") or "{}"))
+        rendered = json.loads(str(job.rendered or "{}"))
     except ValueError:
         return {}
     return rendered if isinstance(rendered, dict) else {}
 
 
-def _instances(record: Mapping[str, Any]) -> int:
+def _instances(job: Job) -> int:
     """The instances the job's (current attempt's) request asks for."""
-    config = _rendered(record).get("ResourceConfig") or {}
+    config = _rendered(job).get("ResourceConfig") or {}
     count = config.get("InstanceCount")
     if isinstance(count, int) and not isinstance(count, bool) and count > 0:
         return count
-    return int(record.get("instance_count") or 1)
+    return int(job.instance_count or 1)
 
 
 def _estimate(bound: StartBound, sooner: list[dict[str, Any]]) -> dict[str, Any]:

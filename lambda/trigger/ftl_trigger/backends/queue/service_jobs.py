@@ -163,9 +163,10 @@ def find_by_name(client: Any, job_queue: str, job_name: str) -> dict[str, str] |
         raise map_error(exc, "ListServiceJobs") from None
     except BotoCoreError as exc:
         raise UpstreamError(f"AWS Batch ListServiceJobs failed: {exc}") from None
-    for job in out.get("jobSummaryList", []):
-        if job.get("jobName") == job_name:
-            return {"jobId": job["jobId"], "jobName": job_name, "jobArn": job.get("jobArn", "")}
+    for summary in out.get("jobSummaryList", []):
+        if summary.get("jobName") == job_name:
+            arn = summary.get("jobArn", "")
+            return {"jobId": summary["jobId"], "jobName": job_name, "jobArn": arn}
     return None
 
 
@@ -176,14 +177,14 @@ def describe(client: Any, job_id: str, *, observed_ms: int | None = None) -> dic
     waiting job's reason without a new timestamp or event, so only an observation stamped with
     the time it was made can replace an older reason in the ledger."""
     try:
-        job = client.describe_service_job(jobId=job_id)
+        described = client.describe_service_job(jobId=job_id)
     except ClientError as exc:
         raise map_error(exc, "DescribeServiceJob") from None
     except BotoCoreError as exc:
         raise UpstreamError(f"AWS Batch DescribeServiceJob failed: {exc}") from None
-    update = from_service_job(job, observed_ms=observed_ms)
+    update = from_service_job(described, observed_ms=observed_ms)
     out = update.fields()
-    out["job_name"] = job.get("jobName")
+    out["job_name"] = described.get("jobName")
     return out
 
 
