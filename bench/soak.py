@@ -59,6 +59,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import urllib3
@@ -532,8 +533,9 @@ class Soak:
             if job["status"] == "Submitting":
                 r.stuck_claims += 1
                 r.problems.append(f"{name} is still Submitting")
-            if E.owed(job):
-                r.problems.append(f"{name} still owes {sorted(E.owed(job))}")
+            owed = E.owed(_typed(job))
+            if owed:
+                r.problems.append(f"{name} still owes {sorted(owed)}")
         self._check_backend(jobs)
         self._check_usage(jobs)
         self._check_announcements(jobs)
@@ -716,6 +718,17 @@ class Soak:
             for page in ddb.get_paginator("scan").paginate(TableName=self.table)
             for i in page["Items"]
         ]
+
+
+def _typed(record: dict[str, Any]) -> Any:
+    """The typed record (``jobmodel.jobs.job.Job``) through the ledger's codec, loaded from its
+    source folder as the functions' assets carry it (under pytest it is on the path already)."""
+    ledger = str(Path(__file__).resolve().parents[1] / "lambda" / "ledger")
+    if ledger not in sys.path:
+        sys.path.append(ledger)
+    from ftl_ledger.job_codec import from_record
+
+    return from_record(record)
 
 
 def _plain(value: Any) -> Any:
