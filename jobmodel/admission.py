@@ -104,8 +104,6 @@ def admit(
     field, ``QuotaExceeded`` on the limit)."""
     region = settings.platform.region
     spec = settings.catalog[req.template]
-    price, reason = looked.prices.hourly(region, req.instance_type)
-    estimate = estimate_max_cost_usd(price, req.instance_count, req.max_runtime_seconds)
     steps, skipped = (
         _plan(req, spec, settings, team, looked.prices, now) if spec.capacity_chain else ([], [])
     )
@@ -127,6 +125,9 @@ def admit(
             lambda t: looked.prices.hourly(region, t),
             req.max_runtime_seconds,
         )
+    else:
+        price, reason = looked.prices.hourly(region, req.instance_type)
+        estimate = estimate_max_cost_usd(price, req.instance_count, req.max_runtime_seconds)
     checks = [quota_check, *limit_checks(req, team, looked.usage, estimate, reason)]
     return Admitted(
         req=req,

@@ -195,6 +195,7 @@ class Job:
         until it starts or ends); a chained job (``steps``) with its chain and attempt 1,
         whose capacity is the job's top-level type and spot flag."""
         created_at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        form, fingerprint = req.recorded()
         job = cls(
             job_name=job_name,
             template=req.template,
@@ -209,8 +210,8 @@ class Job:
             created_at=created_at,
             updated_at=created_at,
             client_token=req.client_token,
-            request=json.dumps(req.to_dict(), sort_keys=True),
-            request_fingerprint=req.fingerprint(),
+            request=json.dumps(form, sort_keys=True),
+            request_fingerprint=fingerprint,
             rendered=json.dumps(rendered, sort_keys=True),
             rendered_hash=rendered_hash,
             price_usd_per_hour=price,

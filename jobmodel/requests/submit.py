@@ -94,9 +94,18 @@ class SubmitRequest:
         it leaves out ``client_token`` (and ``action``, ``dry_run``): two submits with the same
         token are the same request exactly when their fingerprints match.
         """
-        body = SF.identity(self)
-        canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
-        return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+        return _digest(SF.identity(self))
+
+    def recorded(self) -> tuple[dict[str, Any], str]:
+        """What a job's first record keeps of the request: its form (:meth:`to_dict`) and its
+        :meth:`fingerprint`, from one pass over the fields."""
+        body = SF.form(self)
+        return body, _digest(SF.identity_of(body))
+
+
+def _digest(body: Mapping[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def validate_job_name(name: Any) -> str:

@@ -337,5 +337,10 @@ def form(request: object) -> dict[str, Any]:
 
 def identity(request: object) -> dict[str, Any]:
     """The part of :func:`form` that is the request's identity (what the fingerprint hashes)."""
+    return identity_of(form(request))
+
+
+def identity_of(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The identity part of a request's form (:func:`form`'s answer)."""
     leave_out = {row.attr for row in FIELDS if not row.fingerprint}
-    return {k: v for k, v in form(request).items() if k not in leave_out}
+    return {k: v for k, v in body.items() if k not in leave_out}
