@@ -234,7 +234,7 @@ def test_the_import_reader_sees_type_checking_and_relative_imports(tmp_path, mon
 # (``jobs.queue_state._status_key`` and ``_batch_key``).
 RAW_RECORD_READ = re.compile(
     r"\b(?:job|record|current|fresh|before|after|seen|claimed)"
-    r'(?:\.get\("|\["(?![^"]*"\]\s*=(?!=)))'
+    r"""(?:\.get\(["']|\[(["'])(?![^"']*\1\]\s*=(?!=)))"""
 )
 RAW_RECORD_READS = {"jobmodel/jobs/queue_state.py": 5}
 
@@ -262,5 +262,6 @@ def test_the_record_read_check_sees_a_new_read(tmp_path):
     (tmp_path / "lambda" / "new.py").write_text(
         'a = job["status"]\nb = job.get("team")\nc = current["attempt"] == 1\n'
         'd = after.get("cost_usd")\nseen["job_name"] = a\ne = token["job_name"]\n'
+        "f = f\"{record['job_name']}\"\n"
     )
-    assert raw_record_reads(tmp_path) == {"lambda/new.py": 4}
+    assert raw_record_reads(tmp_path) == {"lambda/new.py": 5}

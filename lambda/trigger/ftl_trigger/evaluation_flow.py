@@ -169,14 +169,20 @@ class EvaluationFlow:
         )
         record = to_record(claimed)
         self.backends.chosen.check(record, rendered)
-        self._claim_within_limits(record, team, estimate, reason)
+        self._claim_within_limits(claimed, record, team, estimate, reason)
         return record, rendered
 
     def _claim_within_limits(
-        self, record: dict[str, Any], team: Team | None, estimate: float | None, reason: str | None
+        self,
+        claimed: Job,
+        record: dict[str, Any],
+        team: Team | None,
+        estimate: float | None,
+        reason: str | None,
     ) -> None:
         """Write the claim, adding it to the team's usage only if its limits hold (checked
-        first, as a submit's are: a refusal raises the contract's error)."""
+        first, as a submit's are: a refusal raises the contract's error). ``record``: the
+        ledger item of ``claimed``."""
         for _ in range(MAX_RACES):
             if team is not None:
                 limits = team.limits
@@ -185,7 +191,7 @@ class EvaluationFlow:
                     estimate,
                     field="evaluation.instance_type",
                     what=f"team {team.name}",
-                    instance_type=str(from_record(record).instance_type),
+                    instance_type=str(claimed.instance_type),
                     reason=reason,
                 )
                 usage_now = ledger_call(self.usage.peek, team.name)
@@ -196,7 +202,7 @@ class EvaluationFlow:
                 continue
             return
         raise Throttled(
-            f"the team's usage kept changing; evaluation {record['job_name']} is left owed"
+            f"the team's usage kept changing; evaluation {claimed.job_name} is left owed"
         )
 
 

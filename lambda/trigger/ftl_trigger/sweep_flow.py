@@ -131,16 +131,17 @@ class SweepFlow:
             if req.dry_run:
                 answer = {"job_name": name, "team": caller.team_name, "request": tuning}
                 return self._dry_run(answer, req, sweep, trial, price, checks), False
-            record = self._record(
+            claimed = self._claimed(
                 req, sweep, caller, name, trial, tuning, price, worst, instances, fingerprint
             )
+            record = to_record(claimed)
             token = None
             if req.client_token is not None:
                 token = {
                     "client_token": req.client_token,
                     "job_name": name,
                     "fingerprint": fingerprint,
-                    "created_at": from_record(record).created_at,
+                    "created_at": claimed.created_at,
                 }
             try:
                 self._claim(record, token, caller, sweep, worst, instances)
@@ -244,7 +245,7 @@ class SweepFlow:
         )
         return Q.check_limits(limits, usage, team=team.name, count=instances, estimate=worst)
 
-    def _record(
+    def _claimed(
         self,
         req: Any,
         sweep: Any,
@@ -256,7 +257,7 @@ class SweepFlow:
         worst: float,
         instances: int,
         fingerprint: str,
-    ) -> dict[str, Any]:
+    ) -> Job:
         rt = self.settings
         spec = rt.catalog[req.template]
         claimed = Job.claim(
@@ -285,17 +286,15 @@ class SweepFlow:
             "cap_usd": sweep.cap_usd,
             "worst_case_usd": worst,
         }
-        return to_record(
-            dataclasses.replace(
-                claimed,
-                kind=names.SWEEP_KIND,
-                request_fingerprint=fingerprint,
-                sweep=progress,
-                sweep_trials={},
-                instances_held=instances,
-                tuning_request=json.dumps(tuning, sort_keys=True),
-                prior_cost_usd=0.0,
-            )
+        return dataclasses.replace(
+            claimed,
+            kind=names.SWEEP_KIND,
+            request_fingerprint=fingerprint,
+            sweep=progress,
+            sweep_trials={},
+            instances_held=instances,
+            tuning_request=json.dumps(tuning, sort_keys=True),
+            prior_cost_usd=0.0,
         )
 
     def _claim(

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from ftl_ledger.job_codec import from_record
 from ftl_trigger.backends.queue.places import QueueSpot
 from ftl_trigger.identity import Caller
 from jobmodel.capacity.scheduler import SchedulerConfig
@@ -126,7 +127,9 @@ class Backends:
             other = kind(self.host)
             if other.owns(job):
                 return other
-        raise UpstreamError(f"no backend starts job {job['job_name']}")  # pragma: no cover
+        raise UpstreamError(
+            f"no backend starts job {from_record(job).job_name}"
+        )  # pragma: no cover
 
 
 def _backends() -> dict[str, Callable[[Host], Backend]]:
