@@ -29,13 +29,11 @@ moves the sweep on, each ended trial charged to the team's month once.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import math
 import os
 import shlex
 import sys
-import tarfile
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -48,6 +46,7 @@ from ftl_client.progress import Progress
 from sandbox.batch_api import BatchSandbox
 from sandbox.clock import SimClock, functions_on_clock
 from sandbox.deploy import ACCOUNT, REGION, deploy, sandbox_env
+from sandbox.evaluation_output import archive, output_location
 from sandbox.metric_lines import MetricLines
 from sandbox.moto_notices import summary, unsupported_notices
 
@@ -232,16 +231,9 @@ def _evaluated(name: str, metrics: dict[str, float]) -> None:
     """Put the evaluation job's ``evaluation.json`` where SageMaker puts its output:
     ``<S3OutputPath>/<job>/output/output.tar.gz``."""
     described = boto3.client("sagemaker").describe_training_job(TrainingJobName=name)
-    path = described["OutputDataConfig"]["S3OutputPath"].rstrip("/")
-    bucket, _, prefix = path.removeprefix("s3://").partition("/")
-    key = "/".join(p for p in (prefix, name, "output/output.tar.gz") if p)
-    raw = json.dumps({"status": "Completed", "metrics": metrics}).encode()
-    archive = io.BytesIO()
-    with tarfile.open(fileobj=archive, mode="w:gz") as tar:
-        info = tarfile.TarInfo("evaluation.json")
-        info.size = len(raw)
-        tar.addfile(info, io.BytesIO(raw))
-    boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=archive.getvalue())
+    bucket, key = output_location(described["OutputDataConfig"]["S3OutputPath"], name)
+    report = archive({"status": "Completed", "metrics": metrics})
+    boto3.client("s3").put_object(Bucket=bucket, Key=key, Body=report)
 
 
 def _show_best(job: dict[str, Any]) -> None:

@@ -12,27 +12,17 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import tarfile
 from typing import Any
 
 import pytest
 
+from sandbox.evaluation_output import archive, output_location
 from tests.authz.conftest import deployment
 from tests.authz.harness import denied, trigger
 from tests.lambda_support import FakeContext, client
 from testsupport.authz.evaluate import Request
 
 GATE = {"task_metrics": {"channel": "validation"}, "gate": [{"metric": "m", "min": 0.5}]}
-
-
-def _archive(metrics: dict[str, float]) -> bytes:
-    raw = json.dumps({"status": "Completed", "metrics": metrics}).encode()
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        info = tarfile.TarInfo("evaluation.json")
-        info.size = len(raw)
-        tar.addfile(info, io.BytesIO(raw))
-    return out.getvalue()
 
 
 def _plant(module: Any, sandbox: Any, member: str) -> tuple[str, str]:
@@ -74,9 +64,10 @@ def _plant(module: Any, sandbox: Any, member: str) -> tuple[str, str]:
     with contextlib.suppress(Exception):
         s3.create_bucket(Bucket=bucket)
     rendered = json.loads(done["rendered"])
-    path = rendered["OutputDataConfig"]["S3OutputPath"].removeprefix(f"s3://{bucket}/")
-    key = "/".join(p for p in (path.strip("/"), name, "output/output.tar.gz") if p)
-    s3.put_object(Bucket=bucket, Key=key, Body=_archive({"m": 0.1}))
+    _, key = output_location(rendered["OutputDataConfig"]["S3OutputPath"], name)
+    s3.put_object(
+        Bucket=bucket, Key=key, Body=archive({"status": "Completed", "metrics": {"m": 0.1}})
+    )
     return job["job_name"], name
 
 

@@ -26,6 +26,7 @@ from jobmodel.after_training.registry import group_name
 from jobmodel.jobs import claims as CL
 from jobmodel.jobs import effects as E
 from sandbox.deploy import ACCOUNT, deploy
+from sandbox.evaluation_output import archive, output_location
 from sandbox.http_api import LocalHttpApi
 from tests.sandbox.test_teams_deployed import Teams
 
@@ -80,16 +81,6 @@ def _approved_baseline(reg: Teams) -> None:
     )
 
 
-def _archive(metrics: dict[str, float]) -> bytes:
-    raw = json.dumps({"status": "Completed", "metrics": metrics, "archive_kind": "full-model"})
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        info = tarfile.TarInfo("evaluation.json")
-        info.size = len(raw)
-        tar.addfile(info, io.BytesIO(raw.encode()))
-    return out.getvalue()
-
-
 def _completed(reg: Teams, name: str) -> dict[str, Any]:
     job = reg.team("nlp", {"template": TEMPLATE, "job_name": name})
     assert "error" not in job, job
@@ -134,9 +125,9 @@ def _plant(reg: Teams, parent: str, metrics: dict[str, float], status: str) -> s
         evaluation[E.OWED] = E.owed_at_end(from_record(evaluation))
     reg.ddb.put_item(TableName=reg.table, Item=to_item(evaluation))
     rendered = json.loads(record["rendered"])
-    bucket, _, path = rendered["OutputDataConfig"]["S3OutputPath"][5:].partition("/")
-    key = "/".join(p for p in (path.strip("/"), name, "output/output.tar.gz") if p)
-    reg.client("s3").put_object(Bucket=bucket, Key=key, Body=_archive(metrics))
+    bucket, key = output_location(rendered["OutputDataConfig"]["S3OutputPath"], name)
+    report = {"status": "Completed", "metrics": metrics, "archive_kind": "full-model"}
+    reg.client("s3").put_object(Bucket=bucket, Key=key, Body=archive(report))
     return name
 
 

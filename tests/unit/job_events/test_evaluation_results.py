@@ -6,9 +6,7 @@ when the end repeats, or a failure falls between the update and the done mark.""
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 from typing import Any
 
 import pytest
@@ -16,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from jobmodel.after_training import registry as R
 from jobmodel.jobs import effects as E
+from sandbox.evaluation_output import archive
 from tests.lambda_support import client
 
 TEMPLATE = "bert-large-qa"
@@ -81,16 +80,6 @@ def setup(events, moto_endpoint, prefix, monkeypatch):
     return counting, group, s3
 
 
-def _archive(body: dict[str, Any]) -> bytes:
-    raw = json.dumps(body).encode()
-    out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as tar:
-        info = tarfile.TarInfo("evaluation.json")
-        info.size = len(raw)
-        tar.addfile(info, io.BytesIO(raw))
-    return out.getvalue()
-
-
 def _completed_job(events, name: str) -> dict[str, Any]:
     events.put_job(name, status="InProgress", template=TEMPLATE, rendered=json.dumps(RENDERED),
                    training_job_name=name, output_s3_uri=f"s3://{BUCKET}/{name}/")  # fmt: skip
@@ -107,7 +96,7 @@ def _evaluate(events, s3, parent: str, result: dict | None, *, status="Completed
                    kind="evaluation", evaluation_of=parent, evaluation_policy=policy or _policy(),
                    rendered=json.dumps({**RENDERED, "TrainingJobName": name}))  # fmt: skip
     if result is not None:
-        s3.put_object(Bucket=BUCKET, Key=f"{name}/output/output.tar.gz", Body=_archive(result))
+        s3.put_object(Bucket=BUCKET, Key=f"{name}/output/output.tar.gz", Body=archive(result))
     events(_event(name, status, f"{name}-{status}"))
     return name
 
