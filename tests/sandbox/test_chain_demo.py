@@ -5,15 +5,11 @@ each attempt after the one before)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.sandbox.demos import run_demo
 
 
 def _attempts(stdout: str) -> list[dict[str, str]]:
@@ -45,18 +41,8 @@ def _at(text: str) -> datetime:
 
 
 def test_the_chain_demo_prints_every_attempt_on_one_clock():
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FTL_", "AWS_"))}
-    proc = subprocess.run(
-        [sys.executable, "-m", "sandbox.demo", "--chain"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.returncode == 0, f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    rows = _attempts(proc.stdout)
+    stdout = run_demo("--chain")
+    rows = _attempts(stdout)
     assert [(r["CAPACITY"], r["STATUS"]) for r in rows] == [
         ("spot", "Stopped"),
         ("on-demand", "Failed"),

@@ -5,17 +5,13 @@ once, and the best trial's model registered and evaluated."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from sandbox import sweep_demo
+from tests.sandbox.demos import run_demo
 
-ROOT = Path(__file__).resolve().parents[2]
 PROGRESS = re.compile(
     r"^\[(\d+):(\d\d):(\d\d)\] (\w+)  trials (\d+)/6 done, (\d+) running, (\d+) stopped early, "
     r"(\d+) failed; (?:best eval_accuracy ([\d.]+) \(trial (\S+)\)|no best trial yet); "
@@ -34,18 +30,7 @@ def _row(lines: list[str], key: str) -> str:
 
 @pytest.fixture(scope="module")
 def demo() -> list[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FTL_", "AWS_"))}
-    proc = subprocess.run(
-        [sys.executable, "-m", "sandbox.demo", "--sweep"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        stdin=subprocess.DEVNULL,
-    )
-    assert proc.returncode == 0, f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-    return proc.stdout.splitlines()
+    return run_demo("--sweep").splitlines()
 
 
 def test_the_sweep_demo_runs_its_trials_to_a_registered_and_evaluated_best(demo):
